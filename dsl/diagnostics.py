@@ -1,0 +1,172 @@
+"""Diagnostic records in, nothing out: the data model every pass reports problems with.
+
+A `Diagnostic` is frozen data; passes return tuples of them instead of raising.
+The code table (`CODES`) is the single registry of stable codes and kebab names;
+`docs/diagnostics.md` documents each one and a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import NamedTuple
+
+from pydantic import BaseModel, ConfigDict
+
+from .source import Span
+
+__all__ = ["Severity", "Label", "Diagnostic", "CodeInfo", "CODES", "make", "InternalCompilerError", "sort_key"]
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+
+
+class Label(BaseModel):
+    """A secondary span with a short message ("first declared here")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    span: Span
+    message: str
+
+
+class Diagnostic(BaseModel):
+    """One problem found in a source file, pointing at the exact region."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    code: str
+    name: str
+    severity: Severity
+    span: Span
+    message: str
+    labels: tuple[Label, ...] = ()
+    notes: tuple[str, ...] = ()
+    help: str | None = None
+
+    @property
+    def file(self) -> str:
+        return self.span.file
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+
+class CodeInfo(NamedTuple):
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+
+
+class InternalCompilerError(Exception):
+    """A fault in interlock itself (never a problem with the user's file)."""
+
+
+_E, _W = Severity.ERROR, Severity.WARNING
+
+# The stable registry.  Never renumber; retire a code by leaving it here unused.
+_TABLE: tuple[CodeInfo, ...] = (
+    # -- input and syntax -------------------------------------------------------
+    CodeInfo("IL001", "syntax-error", _E, "the text does not follow the grammar"),
+    CodeInfo("IL002", "invalid-token", _E, "a character or token the language does not have"),
+    CodeInfo("IL003", "nesting-too-deep", _E, "brackets or expressions nested past the limit"),
+    CodeInfo("IL004", "file-too-large", _E, "the file exceeds the size limit"),
+    CodeInfo("IL005", "not-text", _E, "the file is binary or not UTF-8"),
+    CodeInfo("IL006", "unknown-module", _E, "`use NAME` names no shipped prelude and no sibling file"),
+    CodeInfo("IL007", "invalid-escape", _E, "a string contains an escape the language does not have"),
+    CodeInfo("IL008", "file-unreadable", _E, "the file cannot be read"),
+    CodeInfo("IL009", "too-many-items", _E, "a count (declarations, steps, actions) exceeds its limit"),
+    # -- names ------------------------------------------------------------------
+    CodeInfo("IL101", "unknown-action-kind", _E, "an action names no declared kind"),
+    CodeInfo("IL102", "unknown-parameter", _E, "a named argument the kind does not declare"),
+    CodeInfo("IL103", "unknown-step", _E, "a step reference names no step of the workflow"),
+    CodeInfo("IL104", "unknown-role", _E, "a role argument or quorum role that is not declared"),
+    CodeInfo("IL105", "unknown-threshold", _E, "a quorum threshold that does not exist"),
+    CodeInfo("IL106", "unknown-record-field", _E, "a field path names no field of the record"),
+    CodeInfo("IL107", "unknown-trigger", _E, "a handler, `on` clause or dispatch names no declared trigger"),
+    CodeInfo("IL108", "unknown-record", _E, "a record, loader or event type that is not declared"),
+    CodeInfo("IL109", "unknown-type", _E, "a parameter or field type that does not exist"),
+    CodeInfo("IL110", "duplicate-declaration", _E, "a trigger, kind, record, role or workflow declared twice"),
+    CodeInfo("IL111", "unknown-stage", _E, "`stage` names no stage (work, review, approval, custom)"),
+    CodeInfo("IL112", "unknown-name", _E, "an expression names something that is not in scope"),
+    # -- arguments and types ----------------------------------------------------
+    CodeInfo("IL201", "missing-required-parameter", _E, "a required parameter has no argument"),
+    CodeInfo("IL202", "argument-type-mismatch", _E, "an argument's value does not fit the parameter type"),
+    CodeInfo("IL203", "duplicate-argument", _E, "a parameter is given twice"),
+    CodeInfo("IL204", "too-many-arguments", _E, "more positional arguments than parameters"),
+    CodeInfo("IL205", "expression-type-error", _E, "an operator applied to values of the wrong type"),
+    CodeInfo("IL206", "bad-operation-placeholder", _E, "an operation placeholder that is not a str or int path"),
+    CodeInfo("IL207", "use-before-load", _E, "a loaded name used before its `load` line"),
+    CodeInfo("IL208", "invalid-threshold-count", _E, "`n_approve(N)` with N < 1"),
+    CodeInfo("IL209", "invalid-default", _E, "a parameter default that does not fit its type"),
+    # -- structure --------------------------------------------------------------
+    CodeInfo("IL301", "kind-not-allowed-on-trigger", _E, "the kind may not be declared on that trigger"),
+    CodeInfo("IL302", "duplicate-step", _E, "two steps of one workflow share an id"),
+    CodeInfo("IL303", "duplicate-position", _E, "two steps of one workflow share a position"),
+    CodeInfo("IL304", "start-step-count", _E, "a workflow without exactly one start step"),
+    CodeInfo("IL305", "pull-from-cycle", _E, "`pull_from` links that form a cycle"),
+    CodeInfo("IL306", "entry-kind-unplaced", _E, "an entry-capable kind in neither entry list"),
+    CodeInfo("IL307", "entry-kind-in-both-lists", _E, "an entry-capable kind in both entry lists"),
+    CodeInfo("IL308", "guard-on-non-transition", _E, "`when` or `requires_approval` on a non-transition action"),
+    CodeInfo("IL309", "duplicate-dispatch", _E, "two `dispatch` blocks for one trigger"),
+    CodeInfo("IL310", "payload-mismatch", _E, "a dispatch payload misses or adds a trigger parameter"),
+    CodeInfo("IL311", "guard-message-missing", _E, "a recording guard without a message"),
+    CodeInfo("IL312", "duplicate-guard-message", _E, "two recording guards with the same message"),
+    CodeInfo("IL313", "transition-on-entry", _E, "a transition kind declared on, or listed for, the entry trigger"),
+    CodeInfo("IL314", "duplicate-step-attribute", _E, "a step attribute given twice"),
+    CodeInfo("IL315", "duplicate-handler", _E, "two handlers for one trigger in one step"),
+    CodeInfo("IL316", "entry-trigger-count", _E, "not exactly one trigger is marked `entry`"),
+    CodeInfo("IL317", "entry-list-not-a-kind", _E, "an entry list names something that cannot be declared on entry"),
+    CodeInfo("IL318", "dispatch-without-event", _E, "a dispatch block with no (or two) `event` lines"),
+    CodeInfo("IL319", "duplicate-guard-name", _E, "two guards of one dispatch block share a name"),
+    CodeInfo("IL320", "silent-guard-with-message", _E, "a `silent` guard carries a message that is never recorded"),
+    CodeInfo("IL321", "duplicate-load", _E, "a name loaded twice in one dispatch block"),
+    CodeInfo("IL322", "dispatch-without-operation", _E, "a dispatch block whose operations can all fail to match"),
+    CodeInfo("IL323", "invalid-step-setting", _E, "a step setting out of range (negative position or limit)"),
+    CodeInfo("IL324", "empty-workflow", _E, "a workflow with no steps"),
+    # -- warnings ---------------------------------------------------------------
+    CodeInfo("IL501", "unreachable-transition", _W, "a transition after an unguarded transition never fires"),
+    CodeInfo("IL502", "move-past-end", _W, "`move_to_next` on the last step or `move_to_previous` on the first"),
+    CodeInfo("IL503", "self-transition", _W, "a transition to its own step does nothing"),
+    CodeInfo("IL504", "unreachable-step", _W, "a step no path reaches from the start step"),
+    CodeInfo("IL505", "shadowed-guard", _W, "a guard that never matches because an earlier guard always does"),
+    CodeInfo("IL506", "restart-loop", _W, "`auto_start_agent` under `on_agent_error` restarts the failed agent forever"),
+)
+
+CODES: dict[str, CodeInfo] = {info.code: info for info in _TABLE}
+_BY_NAME: dict[str, CodeInfo] = {info.name: info for info in _TABLE}
+
+
+def make(
+    name: str,
+    span: Span,
+    message: str,
+    *,
+    labels: tuple[Label, ...] = (),
+    notes: tuple[str, ...] = (),
+    help: str | None = None,
+) -> Diagnostic:
+    """Build a diagnostic from its kebab name; the code and severity come from the registry."""
+    info = _BY_NAME[name]
+    return Diagnostic.model_construct(
+        code=info.code,
+        name=info.name,
+        severity=info.severity,
+        span=span,
+        message=message,
+        labels=labels,
+        notes=notes,
+        help=help,
+    )
+
+
+def label(span: Span, message: str) -> Label:
+    return Label.model_construct(span=span, message=message)
+
+
+def sort_key(d: Diagnostic) -> tuple[str, int, int, str]:
+    return (d.span.file, d.span.line, d.span.col, d.code)

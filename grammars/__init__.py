@@ -1,0 +1,1 @@
+"""The `.wf` grammar, shipped as package data (`wf.lark`)."""
