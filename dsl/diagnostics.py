@@ -79,7 +79,6 @@ _TABLE: tuple[CodeInfo, ...] = (
     CodeInfo("IL006", "unknown-module", _E, "`use NAME` names no shipped prelude and no sibling file"),
     CodeInfo("IL007", "invalid-escape", _E, "a string contains an escape the language does not have"),
     CodeInfo("IL008", "file-unreadable", _E, "the file cannot be read"),
-    CodeInfo("IL009", "too-many-items", _E, "a count (declarations, steps, actions) exceeds its limit"),
     # -- names ------------------------------------------------------------------
     CodeInfo("IL101", "unknown-action-kind", _E, "an action names no declared kind"),
     CodeInfo("IL102", "unknown-parameter", _E, "a named argument the kind does not declare"),
@@ -125,7 +124,6 @@ _TABLE: tuple[CodeInfo, ...] = (
     CodeInfo("IL319", "duplicate-guard-name", _E, "two guards of one dispatch block share a name"),
     CodeInfo("IL320", "silent-guard-with-message", _E, "a `silent` guard carries a message that is never recorded"),
     CodeInfo("IL321", "duplicate-load", _E, "a name loaded twice in one dispatch block"),
-    CodeInfo("IL322", "dispatch-without-operation", _E, "a dispatch block whose operations can all fail to match"),
     CodeInfo("IL323", "invalid-step-setting", _E, "a step setting out of range (negative position or limit)"),
     CodeInfo("IL324", "empty-workflow", _E, "a workflow with no steps"),
     # -- warnings ---------------------------------------------------------------

@@ -155,7 +155,7 @@ class RoleDecl(Node):
 
 class ActionKindDecl(Node):
     kind: Literal["action_kind"] = "action_kind"
-    cls: Literal["session", "task", "transition"]
+    action_class: Literal["session", "task", "transition"]
     name: Ident
     params: tuple[Param, ...] = ()
     triggers: tuple[Ident, ...] | None = None  # None: no `on` clause, every trigger

@@ -124,7 +124,7 @@ class _Lower(Transformer[Token, Any]):
     def action_decl(self, c: list[Any]) -> ir.ActionKindDecl:
         cls, name, params, triggers = c
         return ir.ActionKindDecl.model_construct(
-            span=self.span(c), cls=str(cls), name=self.ident(name), params=tuple(params or ()),
+            span=self.span(c), action_class=str(cls), name=self.ident(name), params=tuple(params or ()),
             triggers=None if triggers is None else tuple(triggers))
 
     def on_clause(self, c: list[Any]) -> list[ir.Ident]:

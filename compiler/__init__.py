@@ -1,0 +1,84 @@
+"""The interlock compiler: `.wf` source in, diagnostics and (when clean) an executable plan out.
+
+`compile_source` / `compile_path` run the whole pipeline: load the program (prelude,
+`use`d modules, the file), collect symbols, run the ordered passes, and lower to a
+`Plan` when no pass reported an error.  Nothing raises on bad input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from interlock.dsl import Diagnostic, Limits, SourceFile
+from interlock.dsl.diagnostics import sort_key
+from interlock.dsl.parser import DEFAULT_LIMITS, decode, read_limited
+from interlock.runtime.plan import Plan
+
+__all__ = ["CompileResult", "compile_source", "compile_path", "compile_bytes"]
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """The outcome of compiling one file."""
+
+    file: str
+    diagnostics: tuple[Diagnostic, ...]
+    plan: Plan | None = None
+    sources: dict[str, SourceFile] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for d in self.diagnostics if d.is_error)
+
+    @property
+    def warnings(self) -> int:
+        return len(self.diagnostics) - self.errors
+
+    @property
+    def ok(self) -> bool:
+        return self.errors == 0
+
+
+def compile_source(source: SourceFile, *, search_dir: Path | None = None, limits: Limits = DEFAULT_LIMITS,
+                   want_plan: bool = True) -> CompileResult:
+    """Compile one in-memory source; `search_dir` resolves `use NAME` sibling files."""
+    from .context import Context
+    from .passes import PASSES
+    from .program import load_program
+    from .symbols import collect_symbols
+
+    program, diagnostics = load_program(source, search_dir=search_dir, limits=limits)
+    if program is None:
+        return CompileResult(source.name, tuple(sorted(diagnostics, key=sort_key)), None, {source.name: source})
+    symbols, found = collect_symbols(program)
+    diagnostics.extend(d for d in found if program.is_user(d.file))
+    ctx = Context(program, symbols)
+    for check in PASSES:
+        diagnostics.extend(check(ctx))
+    ordered = tuple(sorted(diagnostics, key=sort_key))
+    plan = None
+    if want_plan and not any(d.is_error for d in ordered):
+        from .lower_plan import lower_plan
+
+        plan = lower_plan(ctx)
+    return CompileResult(source.name, ordered, plan, dict(program.sources))
+
+
+def compile_bytes(name: str, data: bytes, *, search_dir: Path | None = None, limits: Limits = DEFAULT_LIMITS,
+                  want_plan: bool = True) -> CompileResult:
+    source, problems = decode(name, data, limits)
+    if source is None:
+        return CompileResult(name, tuple(problems))
+    return compile_source(source, search_dir=search_dir, limits=limits, want_plan=want_plan)
+
+
+def compile_path(path: Path, *, display: str | None = None, limits: Limits = DEFAULT_LIMITS,
+                 want_plan: bool = True) -> CompileResult:
+    """Compile a file on disk (`display` is the name diagnostics print, default the path as given)."""
+    source, problems = read_limited(path, limits)
+    if source is None:
+        return CompileResult(str(path), tuple(problems))
+    if display is not None and display != source.name:
+        source = SourceFile(display, source.text)
+    return compile_source(source, search_dir=path.parent, limits=limits, want_plan=want_plan)

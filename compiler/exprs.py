@@ -1,0 +1,92 @@
+"""Dispatch-sequence expressions in, their types (and type errors) out.
+
+Scope: `event` (the block's event record), `host`, and each name a `load` line has
+loaded so far.  A name loaded further down is a use-before-load error.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from interlock.dsl import Diagnostic, ir
+from interlock.dsl.diagnostics import make
+
+from .symbols import Symbols, suggest
+
+__all__ = ["ExprScope", "type_of", "PLACEHOLDER"]
+
+PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
+@dataclass
+class ExprScope:
+    symbols: Symbols
+    names: dict[str, str] = field(default_factory=dict)  # name -> record type
+    later: dict[str, str] = field(default_factory=dict)  # loaded further down
+
+    def path_type(self, parts: tuple[str, ...], node: ir.Node, out: list[Diagnostic]) -> str | None:
+        head = parts[0]
+        record = self.names.get(head)
+        if record is None:
+            if head in self.later:
+                out.append(make("use-before-load", node.span, f"`{head}` is used before its `load` line",
+                                help=f"move this below `load {head} = …`"))
+            else:
+                out.append(make("unknown-name", node.span, f"unknown name `{head}`",
+                                help=suggest(head, self.names) or
+                                f"names in scope: {', '.join(f'`{n}`' for n in self.names)}"))
+            return None
+        current: str = record
+        for i, part in enumerate(parts[1:], start=1):
+            decl = self.symbols.records.get(current)
+            if decl is None:
+                out.append(make("expression-type-error", node.span,
+                                f"`{'.'.join(parts[:i])}` is a `{current}`, which has no fields"))
+                return None
+            fields = {f.name.name: f for f in decl.fields}
+            f = fields.get(part)
+            if f is None:
+                out.append(make("unknown-record-field", node.span,
+                                f"record `{current}` has no field `{part}`", help=suggest(part, fields)))
+                return None
+            current = f.type.render().rstrip("?")
+        if len(parts) == 1:
+            return record
+        return current
+
+
+def type_of(expr: ir.Expr, scope: ExprScope, out: list[Diagnostic]) -> str | None:
+    """The type of `expr` ('str', 'int', 'bool', 'list[str]', a record name), None after an error."""
+    if isinstance(expr, ir.StrLit):
+        return "str"
+    if isinstance(expr, ir.IntLit):
+        return "int"
+    if isinstance(expr, ir.BoolLit):
+        return "bool"
+    if isinstance(expr, ir.PathExpr):
+        return scope.path_type(expr.parts, expr, out)
+    if isinstance(expr, ir.NotExpr):
+        t = type_of(expr.operand, scope, out)
+        if t is not None and t != "bool":
+            out.append(make("expression-type-error", expr.operand.span, f"`not` needs a bool, found `{t}`"))
+        return "bool"
+    left = type_of(expr.left, scope, out)
+    right = type_of(expr.right, scope, out)
+    if expr.op in ("or", "and"):
+        for side, t in ((expr.left, left), (expr.right, right)):
+            if t is not None and t != "bool":
+                out.append(make("expression-type-error", side.span, f"`{expr.op}` needs bools, found `{t}`",
+                                help='compare it: `x != ""`' if t == "str" else None))
+        return "bool"
+    if expr.op in ("==", "!="):
+        if left is not None and right is not None and left != right:
+            out.append(make("expression-type-error", expr.span,
+                            f"cannot compare `{left}` with `{right}` using `{expr.op}`"))
+        return "bool"
+    # `??`: first non-empty value; both sides must have one type
+    if left is not None and right is not None and left != right:
+        out.append(make("expression-type-error", expr.span, f"`??` needs one type on both sides, found `{left}` "
+                        f"and `{right}`"))
+        return None
+    return left if left is not None else right

@@ -1,0 +1,175 @@
+"""Checked declarations in, warnings out: things that are legal but can never do what they say.
+
+Transitions that can never fire, moves past either end, self-transitions, steps no path
+reaches, dispatch guards shadowed by an earlier always-matching guard, and the unbounded
+restart loop of `auto_start_agent` under `on_agent_error`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from interlock.dsl import Diagnostic, ir
+from interlock.dsl.diagnostics import label, make
+
+from ..context import Context
+from .validate import step_position
+
+__all__ = ["analyse", "transition_target", "ordered_steps"]
+
+_MOVES = ("move_to_next", "move_to_previous", "move_to_step")
+
+
+def ordered_steps(wf: ir.WorkflowDecl) -> list[ir.StepDecl]:
+    """Steps by position (declaration order breaks ties)."""
+    return [s for _, _, s in sorted((step_position(s, i), i, s) for i, s in enumerate(wf.steps))]
+
+
+def transition_target(wf: ir.WorkflowDecl, step: ir.StepDecl, action: ir.ActionCall) -> str | None:
+    """The step a transition action moves to (None: no such step)."""
+    name = action.name.name
+    steps = ordered_steps(wf)
+    ids = [s.name.name for s in steps]
+    here = ids.index(step.name.name) if step.name.name in ids else -1
+    if name == "move_to_next":
+        return ids[here + 1] if 0 <= here < len(ids) - 1 else None
+    if name == "move_to_previous":
+        return ids[here - 1] if here > 0 else None
+    for arg in action.args:
+        if arg.name is None or arg.name.name == "step":
+            v = arg.value
+            if isinstance(v, ir.NameValue) and len(v.parts) == 1:
+                return v.parts[0]
+            if isinstance(v, ir.StrLit):
+                return v.value
+    return None
+
+
+def analyse(ctx: Context) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    sym = ctx.symbols
+    for wf in ctx.workflows():
+        if not wf.steps:
+            continue
+        steps = ordered_steps(wf)
+        edges: dict[str, set[str]] = {s.name.name: set() for s in wf.steps}
+        for step in wf.steps:
+            for handler in step.handlers:
+                unguarded: ir.ActionCall | None = None
+                for action in handler.actions:
+                    kind = sym.kinds.get(action.name.name)
+                    if kind is None or kind.action_class != "transition":
+                        if action.name.name == "auto_start_agent" and handler.trigger.name == "on_agent_error":
+                            out.append(make("restart-loop", action.name.span,
+                                            "`auto_start_agent` under `on_agent_error` restarts the agent that just "
+                                            "failed; every new failure dispatches again, with no bound",
+                                            help="queue a run for someone else (`queue_run(target: "
+                                                 "workspace.ceo_agent)`) or move the task instead"))
+                        continue
+                    if unguarded is not None:
+                        out.append(make("unreachable-transition", action.name.span,
+                                        f"this transition never fires: `{unguarded.name.name}` before it always does",
+                                        labels=(label(unguarded.span, "unguarded transition"),),
+                                        help="guard the earlier transition with `when quorum(…)` or "
+                                             "`requires_approval`, or remove this one"))
+                    target = transition_target(wf, step, action)
+                    if action.name.name in ("move_to_next", "move_to_previous") and target is None:
+                        which = "last" if action.name.name == "move_to_next" else "first"
+                        out.append(make("move-past-end", action.name.span,
+                                        f"`{action.name.name}` on `{step.name.name}`, the {which} step, never moves"))
+                    if target is not None and target == step.name.name:
+                        out.append(make("self-transition", action.span,
+                                        f"`{step.name.name}` moves to itself: the task stays, nothing enters"))
+                    if target is not None and target in edges:
+                        edges[step.name.name].add(target)
+                    if action.guard is None and action.requires_approval is None and unguarded is None:
+                        unguarded = action
+            for s in step.settings:
+                if s.name == "pull_from" and isinstance(s.value, ir.Ident) and s.value.name in edges:
+                    edges[s.value.name].add(step.name.name)
+        start = next((s for s in steps if any(f.name == "start" for f in s.flags)), None)
+        if start is None:
+            continue
+        reached = {start.name.name}
+        queue = deque([start.name.name])
+        while queue:
+            for nxt in edges[queue.popleft()]:
+                if nxt not in reached:
+                    reached.add(nxt)
+                    queue.append(nxt)
+        for step in wf.steps:
+            manual = any(f.name == "manual_move" for f in step.flags)
+            if step.name.name not in reached and not manual:
+                out.append(make("unreachable-step", step.name.span,
+                                f"step `{step.name.name}` is unreachable from the start step `{start.name.name}`",
+                                help="add a transition to it, a `pull_from`, or `manual_move`"))
+    for block in ctx.dispatches():
+        _shadowed(block, out)
+    return out
+
+
+def _always(expr: ir.Expr) -> bool:
+    if isinstance(expr, ir.BoolLit):
+        return expr.value
+    if isinstance(expr, ir.NotExpr):
+        return _never(expr.operand)
+    if isinstance(expr, ir.BinaryExpr):
+        if expr.op == "or":
+            return _always(expr.left) or _always(expr.right)
+        if expr.op == "and":
+            return _always(expr.left) and _always(expr.right)
+    return False
+
+
+def _never(expr: ir.Expr) -> bool:
+    if isinstance(expr, ir.BoolLit):
+        return not expr.value
+    if isinstance(expr, ir.NotExpr):
+        return _always(expr.operand)
+    if isinstance(expr, ir.BinaryExpr):
+        if expr.op == "or":
+            return _never(expr.left) and _never(expr.right)
+        if expr.op == "and":
+            return _never(expr.left) or _never(expr.right)
+    return False
+
+
+
+def _strip(node: ir.Node) -> object:
+    if isinstance(node, ir.PathExpr):
+        return ("path", node.parts)
+    if isinstance(node, (ir.StrLit, ir.IntLit, ir.BoolLit)):
+        return (node.kind, node.value)
+    if isinstance(node, ir.NotExpr):
+        return ("not", _strip(node.operand))
+    if isinstance(node, ir.BinaryExpr):
+        return (node.op, _strip(node.left), _strip(node.right))
+    return node.kind
+
+
+def _shadowed(block: ir.DispatchDecl, out: list[Diagnostic]) -> None:
+    always: ir.SkipItem | None = None
+    seen: dict[object, ir.SkipItem] = {}
+    for item in block.items:
+        if isinstance(item, ir.SkipItem):
+            key = _strip(item.condition)
+            if always is not None:
+                out.append(make("shadowed-guard", item.name.span,
+                                f"guard `{item.name.name}` never matches: `{always.name.name}` always matches first",
+                                labels=(label(always.condition.span, "always true"),)))
+            elif key in seen:
+                out.append(make("shadowed-guard", item.name.span,
+                                f"guard `{item.name.name}` never matches: `{seen[key].name.name}` has the same "
+                                "condition and matches first", labels=(label(seen[key].name.span, "same condition"),)))
+            elif _always(item.condition):
+                always = item
+            seen.setdefault(key, item)
+    unconditional: ir.OperationItem | None = None
+    for item in block.items:
+        if isinstance(item, ir.OperationItem):
+            if unconditional is not None:
+                out.append(make("shadowed-guard", item.span,
+                                "this operation is never used: the one before it has no `when` and always applies",
+                                labels=(label(unconditional.span, "always applies"),)))
+            elif item.condition is None or _always(item.condition):
+                unconditional = item

@@ -1,0 +1,105 @@
+"""Names in, diagnostics out: every trigger, kind, record, type, role, threshold, stage and
+`pull_from` step a user file mentions must be declared (argument values are typecheck's)."""
+
+from __future__ import annotations
+
+from interlock.dsl import Diagnostic, ir
+from interlock.dsl.diagnostics import make
+
+from ..context import Context
+from ..symbols import STAGES, THRESHOLDS, suggest
+from ..types import unknown_type
+
+__all__ = ["resolve"]
+
+
+def resolve(ctx: Context) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    sym = ctx.symbols
+
+    def trigger(ident: ir.Ident) -> None:
+        if ident.name not in sym.triggers:
+            out.append(make("unknown-trigger", ident.span, f"unknown trigger `{ident.name}`",
+                            help=suggest(ident.name, sym.triggers)))
+
+    def typ(t: ir.TypeRef) -> None:
+        bad = unknown_type(t, sym)
+        if bad is not None:
+            if bad.name == "list" and bad.arg is None:
+                out.append(make("unknown-type", bad.span, "`list` needs an element type: `list[T]`"))
+            elif bad.arg is not None:
+                out.append(make("unknown-type", bad.span, f"`{bad.name}` takes no type argument"))
+            else:
+                out.append(make("unknown-type", bad.span, f"unknown type `{bad.name}`",
+                                help=suggest(bad.name, [*sorted(("str", "int", "bool", "map", "any", "step", "role",
+                                                                 "target", "task_ref", "threshold")), *sym.records])))
+
+    for decl in ctx.user_decls():
+        if isinstance(decl, ir.TriggerDecl):
+            for p in decl.params:
+                typ(p.type)
+        elif isinstance(decl, ir.ActionKindDecl):
+            for p in decl.params:
+                typ(p.type)
+            for t in decl.triggers or ():
+                trigger(t)
+        elif isinstance(decl, ir.RecordDecl):
+            for f in decl.fields:
+                typ(f.type)
+        elif isinstance(decl, ir.EntryDecl):
+            for clause in decl.clauses:
+                for k in clause.kinds:
+                    if k.name not in sym.kinds:
+                        out.append(make("unknown-action-kind", k.span, f"unknown action kind `{k.name}`",
+                                        help=suggest(k.name, sym.kinds)))
+        elif isinstance(decl, ir.WorkflowDecl):
+            step_ids = {s.name.name for s in decl.steps}
+            for step in decl.steps:
+                for setting in step.settings:
+                    value = setting.value
+                    if setting.name == "stage" and isinstance(value, ir.Ident) and value.name not in STAGES:
+                        out.append(make("unknown-stage", value.span, f"unknown stage `{value.name}`",
+                                        help=suggest(value.name, STAGES) or "a stage is work, review, approval or custom"))
+                    if setting.name == "pull_from" and isinstance(value, ir.Ident) and value.name not in step_ids:
+                        out.append(make("unknown-step", value.span, f"no step `{value.name}` in workflow "
+                                        f"`{decl.name.name}`", help=suggest(value.name, step_ids)))
+                for handler in step.handlers:
+                    trigger(handler.trigger)
+                    for action in handler.actions:
+                        if action.name.name not in sym.kinds:
+                            out.append(make("unknown-action-kind", action.name.span,
+                                            f"unknown action kind `{action.name.name}`",
+                                            help=suggest(action.name.name, sym.kinds)))
+                        if action.guard is not None:
+                            _guard(action.guard, ctx, out)
+        elif isinstance(decl, ir.DispatchDecl):
+            trigger(decl.trigger)
+            for item in decl.items:
+                if isinstance(item, ir.EventItem) and item.record.name not in sym.records:
+                    out.append(make("unknown-record", item.record.span, f"unknown record `{item.record.name}`",
+                                    help=suggest(item.record.name, sym.records)))
+                elif isinstance(item, ir.LoadItem) and item.loader.name not in sym.records:
+                    out.append(make("unknown-record", item.loader.span,
+                                    f"unknown record `{item.loader.name}`: a load reads a declared record",
+                                    help=suggest(item.loader.name, sym.records)))
+    return out
+
+
+def _guard(guard: ir.QuorumGuard, ctx: Context, out: list[Diagnostic]) -> None:
+    sym = ctx.symbols
+    if guard.role.name not in sym.roles:
+        out.append(make("unknown-role", guard.role.span, f"role `{guard.role.name}` is not declared",
+                        help=suggest(guard.role.name, sym.roles) or f"declare it with `role {guard.role.name}`"))
+    th = guard.threshold
+    if th.name.name not in THRESHOLDS:
+        out.append(make("unknown-threshold", th.name.span, f"unknown threshold `{th.name.name}`",
+                        help=suggest(th.name.name, THRESHOLDS) or
+                        "thresholds: all_approve, all_decide, majority_approve, any_reject, n_approve(N)"))
+    elif th.name.name == "n_approve":
+        if th.count is None:
+            out.append(make("unknown-threshold", th.span, "`n_approve` needs a count: `n_approve(N)`"))
+        elif th.count.value < 1:
+            out.append(make("invalid-threshold-count", th.count.span,
+                            f"`n_approve({th.count.value})` can never be met: N must be at least 1"))
+    elif th.count is not None:
+        out.append(make("unknown-threshold", th.span, f"`{th.name.name}` takes no count"))

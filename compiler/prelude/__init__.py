@@ -1,0 +1,1 @@
+"""Preludes shipped with the package: `std.wf` (implicit) and any `use NAME` module."""

@@ -1,0 +1,113 @@
+"""A main `.wf` source in, a `Program` out: the prelude, every `use`d module and the main file, loaded once each.
+
+`use NAME` resolves to a prelude shipped with the package (`interlock/compiler/prelude/NAME.wf`)
+or to a sibling file `NAME.wf` next to the file that uses it.  Loading never raises: a
+missing module is a diagnostic at the `use` line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from interlock.dsl import Diagnostic, Limits, SourceFile, ir, parse_source
+from interlock.dsl.diagnostics import InternalCompilerError, make
+from interlock.dsl.parser import DEFAULT_LIMITS, read_limited
+
+__all__ = ["Program", "load_program", "prelude_module", "PRELUDE_NAME"]
+
+PRELUDE_NAME = "std"
+
+
+@dataclass(frozen=True)
+class Program:
+    """Modules in dependency order (prelude first, the main file last)."""
+
+    modules: tuple[ir.Module, ...]
+    sources: dict[str, SourceFile] = field(default_factory=dict)
+    builtin_files: frozenset[str] = frozenset()
+
+    @property
+    def main(self) -> ir.Module:
+        return self.modules[-1]
+
+    def is_user(self, file: str) -> bool:
+        return file not in self.builtin_files
+
+
+def _prelude_text(name: str) -> str | None:
+    res = resources.files("interlock.compiler.prelude").joinpath(f"{name}.wf")
+    return res.read_text(encoding="utf-8") if res.is_file() else None
+
+
+@lru_cache(maxsize=8)
+def prelude_module(name: str) -> tuple[ir.Module, SourceFile] | None:
+    """A shipped prelude, parsed once per process."""
+    text = _prelude_text(name)
+    if text is None:
+        return None
+    source = SourceFile(f"<prelude:{name}>", text)
+    module, diagnostics = parse_source(source)
+    if module is None or diagnostics:
+        raise InternalCompilerError(f"shipped prelude {name}.wf does not parse: {diagnostics}")
+    return module, source
+
+
+def load_program(
+    source: SourceFile,
+    *,
+    search_dir: Path | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> tuple[Program | None, list[Diagnostic]]:
+    """Load the main source and everything it uses.  `None` if the main file does not parse."""
+    diagnostics: list[Diagnostic] = []
+    main, problems = parse_source(source, limits)
+    diagnostics.extend(problems)
+    if main is None:
+        return None, diagnostics
+
+    std = prelude_module(PRELUDE_NAME)
+    assert std is not None, "std.wf is shipped with the package"
+    modules: list[ir.Module] = [std[0]]
+    sources: dict[str, SourceFile] = {std[1].name: std[1], source.name: source}
+    builtin = {std[1].name}
+    seen: set[str] = {PRELUDE_NAME}
+
+    def visit(module: ir.Module, here: Path | None, stack: tuple[str, ...]) -> None:
+        for decl in module.decls:
+            if not isinstance(decl, ir.UseDecl):
+                continue
+            name = decl.name.name
+            if name in seen:
+                continue
+            seen.add(name)
+            shipped = prelude_module(name)
+            if shipped is not None:
+                modules.append(shipped[0])
+                sources[shipped[1].name] = shipped[1]
+                builtin.add(shipped[1].name)
+                continue
+            path = (here / f"{name}.wf") if here is not None else None
+            if path is None or not path.is_file():
+                where = f" next to {module.file}" if here is not None else " (the input has no directory)"
+                diagnostics.append(make("unknown-module", decl.name.span,
+                                        f"no shipped prelude and no file `{name}.wf`{where}",
+                                        help="`use NAME` loads a shipped prelude or a sibling file NAME.wf"))
+                continue
+            sub_source, read_problems = read_limited(path, limits)
+            diagnostics.extend(read_problems)
+            if sub_source is None:
+                continue
+            sub, sub_problems = parse_source(sub_source, limits)
+            diagnostics.extend(sub_problems)
+            if sub is None:
+                continue
+            sources[sub_source.name] = sub_source
+            visit(sub, path.parent, (*stack, name))
+            modules.append(sub)
+
+    visit(main, search_dir, ())
+    modules.append(main)
+    return Program(tuple(modules), sources, frozenset(builtin)), diagnostics

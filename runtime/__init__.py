@@ -1,0 +1,1 @@
+"""The interlock runtime: plans in, effects and records out (never imports the parser)."""

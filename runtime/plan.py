@@ -1,0 +1,254 @@
+"""Plan JSON in, validated `Plan` out (and back): the versioned contract between compiler and runtime.
+
+The runtime owns these models; the compiler only fills them.  A plan is self-contained:
+vocabulary, entry policy, workflows with their handlers, and dispatch sequences, each
+action and guard carrying a `SourceRef` back to the `.wf` line it came from.  A plan
+carries a digest of its own content, so a hand-edited or truncated plan is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = [
+    "PLAN_VERSION", "PlanError", "SourceRef", "PlanParam", "PlanTrigger", "PlanKind", "PlanRecord",
+    "PlanGuard", "PlanAction", "PlanStep", "PlanWorkflow", "EntryPolicy", "PathX", "LitX", "NotX",
+    "BinX", "PlanExpr", "GuardOutcome", "SkipStep", "LoadStep", "PlanOperation", "PlanSequence",
+    "Plan", "load_plan", "dump_plan", "plan_digest",
+]
+
+PLAN_VERSION = 1
+
+JsonValue = Any
+
+
+class PlanError(Exception):
+    """A plan that cannot be used: unreadable, of another version, corrupted or edited."""
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+class SourceRef(_M):
+    file: str
+    line: int
+    col: int
+
+
+class PlanParam(_M):
+    name: str
+    type: str
+    required: bool
+    default: JsonValue = None
+
+
+class PlanTrigger(_M):
+    name: str
+    entry: bool = False
+    params: tuple[PlanParam, ...] = ()
+
+
+class PlanKind(_M):
+    name: str
+    action_class: Literal["session", "task", "transition"]
+    params: tuple[PlanParam, ...] = ()
+    triggers: tuple[str, ...]
+    source: SourceRef
+
+
+class PlanRecord(_M):
+    name: str
+    fields: dict[str, str]
+
+
+class PlanGuard(_M):
+    role: str
+    threshold: Literal["all_approve", "all_decide", "majority_approve", "any_reject", "n_approve"]
+    count: int | None = None
+    source: SourceRef
+
+
+class PlanAction(_M):
+    """One declared action of a handler, arguments resolved and defaults filled in."""
+
+    position: int
+    kind: str
+    action_class: Literal["session", "task", "transition"]
+    args: dict[str, JsonValue] = {}
+    guard: PlanGuard | None = None
+    requires_approval: bool = False
+    target_step: str | None = None  # transitions: the resolved destination (None: no such step)
+    source: SourceRef
+
+
+class PlanStep(_M):
+    id: str
+    title: str
+    position: int
+    start: bool = False
+    manual_move: bool = False
+    terminal: bool = False
+    stage: Literal["work", "review", "approval", "custom"] = "custom"
+    prompt: str | None = None
+    wip_limit: int = 0
+    pull_from: str | None = None
+    handlers: dict[str, tuple[PlanAction, ...]] = {}
+    entry_dispatch: tuple[PlanAction, ...] = ()  # on_enter actions the runtime dispatches, declared order
+    entry_inline: tuple[str, ...] = ()  # on_enter kinds the host runs inline (excluded), declared order
+    source: SourceRef
+
+
+class PlanWorkflow(_M):
+    id: str
+    title: str
+    hidden: bool = False
+    start_step: str
+    steps: tuple[PlanStep, ...]
+    source: SourceRef
+
+
+class EntryPolicy(_M):
+    trigger: str
+    exclude: tuple[str, ...]
+    dispatch: tuple[str, ...]
+
+
+# ---- dispatch-sequence expressions ------------------------------------------------------
+
+
+class PathX(_M):
+    op: Literal["path"] = "path"
+    path: tuple[str, ...]
+    type: str
+
+
+class LitX(_M):
+    op: Literal["lit"] = "lit"
+    value: str | int | bool
+
+
+class NotX(_M):
+    op: Literal["not"] = "not"
+    arg: PlanExpr
+
+
+class BinX(_M):
+    op: Literal["or", "and", "==", "!=", "??"]
+    left: PlanExpr
+    right: PlanExpr
+
+
+PlanExpr = Annotated[Union[PathX, LitX, NotX, BinX], Field(discriminator="op")]
+
+Level = Literal["silent", "debug", "info", "warning", "error"]
+
+
+class GuardOutcome(_M):
+    guard: str
+    level: Level
+    message: str | None = None
+
+
+class SkipStep(_M):
+    step: Literal["skip"] = "skip"
+    guard: str
+    level: Level
+    message: str | None = None
+    when: PlanExpr
+    source: SourceRef
+
+
+class LoadStep(_M):
+    step: Literal["load"] = "load"
+    name: str
+    loader: str
+    args: tuple[PlanExpr, ...]
+    on_missing: GuardOutcome | None = None
+    on_error: GuardOutcome | None = None
+    source: SourceRef
+
+
+class PlanOperation(_M):
+    template: str
+    parts: tuple[str | tuple[str, ...], ...]  # literal text or a field path
+    when: PlanExpr | None = None
+    source: SourceRef
+
+
+class PlanSequence(_M):
+    name: str
+    trigger: str
+    event: str
+    steps: tuple[Annotated[Union[SkipStep, LoadStep], Field(discriminator="step")], ...]
+    operations: tuple[PlanOperation, ...]
+    payload: dict[str, PlanExpr]
+    source: SourceRef
+
+
+class Plan(_M):
+    plan_version: int = PLAN_VERSION
+    compiler: str
+    sources: tuple[str, ...]
+    triggers: tuple[PlanTrigger, ...]
+    roles: tuple[str, ...]
+    kinds: tuple[PlanKind, ...]
+    records: tuple[PlanRecord, ...]
+    entry_policy: EntryPolicy
+    workflows: tuple[PlanWorkflow, ...]
+    sequences: tuple[PlanSequence, ...]
+    digest: str = ""
+
+    def workflow(self, workflow_id: str) -> PlanWorkflow | None:
+        for wf in self.workflows:
+            if wf.id == workflow_id:
+                return wf
+        return None
+
+
+def _canonical(data: dict[str, Any]) -> str:
+    body = {k: v for k, v in data.items() if k != "digest"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def plan_digest(data: dict[str, Any]) -> str:
+    """sha256 over the plan's canonical JSON without its `digest` field."""
+    return "sha256:" + hashlib.sha256(_canonical(data).encode()).hexdigest()
+
+
+def dump_plan(plan: Plan) -> str:
+    """Deterministic JSON text for a plan, digest filled in (byte-identical for identical plans)."""
+    data = plan.model_dump(mode="json")
+    data["digest"] = plan_digest(data)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def load_plan(text: str | bytes, *, verify_digest: bool = True) -> Plan:
+    """Parse and validate a plan; raise `PlanError` with a one-paragraph explanation."""
+    try:
+        data = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise PlanError(f"plan is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise PlanError("plan is not a JSON object")
+    version = data.get("plan_version")
+    if version != PLAN_VERSION:
+        raise PlanError(
+            f"plan version {version!r} is not supported: this runtime reads plan version {PLAN_VERSION}; "
+            "recompile the workflow with `interlock compile`")
+    if verify_digest:
+        digest = data.get("digest")
+        if not isinstance(digest, str) or digest != plan_digest(data):
+            raise PlanError("plan digest does not match its content: the plan was modified or truncated "
+                            "after compilation; recompile it with `interlock compile`")
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()[:5])
+        more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+        raise PlanError(f"plan does not match the plan schema: {problems}{more}") from None

@@ -1,0 +1,1 @@
+"""Durable state for the runtime: SQLAlchemy tables, repositories and alembic migrations."""
