@@ -92,7 +92,9 @@ def _compile_one(name: str, stdin_name: str, want_plan: bool) -> CompileResult:
     from interlock.compiler import compile_bytes, compile_path
 
     if name == "-":
-        data = sys.stdin.buffer.read()
+        from interlock.dsl.parser import DEFAULT_LIMITS
+
+        data = sys.stdin.buffer.read(DEFAULT_LIMITS.max_bytes + 1)  # never slurp an unbounded stream
         return compile_bytes(stdin_name, data, search_dir=Path.cwd(), want_plan=want_plan)
     return compile_path(Path(name), want_plan=want_plan)
 
