@@ -29,8 +29,6 @@ __all__ = [
 ]
 
 # The project has no published home yet; both links below derive from this one constant.
-_INFORMATION_URI = "https://github.com/interlock/interlock"
-_DOCS_URI = f"{_INFORMATION_URI}/blob/main/docs/diagnostics.md"
 
 _JSON_VERSION = 1
 _SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -297,8 +295,12 @@ _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.N
 def _uri(path: str) -> str:
     """A file name as a URI reference: forward slashes, percent-encoded, absolute paths as file URIs."""
     path = path.replace("\\", "/")
-    encoded = quote(path, safe="/!$&'()*+,;=:@-._~")
-    return f"file://{encoded}" if path.startswith("/") else encoded
+    if path.startswith("/"):
+        return "file://" + quote(path, safe="/!$&'()*+,;=:@-._~")
+    if path[1:3] == ":/" and path[:1].isalpha():  # a Windows drive path
+        return "file:///" + quote(path, safe="/!$&'()*+,;=:@-._~")
+    # ':' stays encoded: in the first segment of a relative reference it would read as a scheme.
+    return quote(path, safe="/!$&'()*+,;=@-._~")
 
 
 def _full_text(d: Diagnostic) -> str:
@@ -309,9 +311,10 @@ def _full_text(d: Diagnostic) -> str:
 
 
 def _physical(span: Span, artifact_index: Mapping[str, int]) -> dict[str, Any]:
-    location: dict[str, Any] = {"uri": _uri(span.file)}
-    if span.file in artifact_index:
-        location["index"] = artifact_index[span.file]
+    uri = _uri(span.file)
+    location: dict[str, Any] = {"uri": uri}
+    if uri in artifact_index:
+        location["index"] = artifact_index[uri]
     line, col = max(span.line, 1), max(span.col, 1)
     end_line, end_col = max(span.end_line, 1), max(span.end_col, 1)
     if (end_line, end_col) < (line, col):
@@ -333,13 +336,13 @@ def render_sarif(diagnostics: Sequence[Diagnostic], *, tool_version: str, files:
             "name": info.name,
             "shortDescription": {"text": info.summary},
             "defaultConfiguration": {"level": _SARIF_LEVEL[info.severity]},
-            "helpUri": f"{_DOCS_URI}#{info.code.lower()}",
+            "help": {"text": f"See docs/diagnostics.md, section {info.code} {info.name}."},
         }
         for info in CODES.values()
     ]
     artifact_index: dict[str, int] = {}
     for name in files:
-        artifact_index.setdefault(name, len(artifact_index))
+        artifact_index.setdefault(_uri(name), len(artifact_index))
 
     results = []
     for d in diagnostics:
@@ -361,13 +364,12 @@ def render_sarif(diagnostics: Sequence[Diagnostic], *, tool_version: str, files:
             "driver": {
                 "name": "interlock",
                 "version": tool_version,
-                "informationUri": _INFORMATION_URI,
                 "rules": rules,
             }
         },
     }
     if artifact_index:
-        run["artifacts"] = [{"location": {"uri": _uri(name)}, "roles": ["analysisTarget"]} for name in artifact_index]
+        run["artifacts"] = [{"location": {"uri": uri}, "roles": ["analysisTarget"]} for uri in artifact_index]
     run["columnKind"] = "unicodeCodePoints"
     run["results"] = results
     log = {"$schema": _SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}

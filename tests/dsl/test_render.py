@@ -13,7 +13,6 @@ import jsonschema
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from interlock.dsl.diagnostics import CODES, Diagnostic, Severity, label, make
 from interlock.dsl.render import (
     Summary,
@@ -195,7 +194,7 @@ def test_missing_source_prints_header_and_location_only() -> None:
     out = render_full([d], {})
     assert out.splitlines()[:2] == [
         "error[IL102]: unknown parameter `rol` for `ensure_seats`",
-        "  --> examples/office.wf:14:20",
+        " --> examples/office.wf:14:20",
     ]
     assert "ensure_seats(" not in out and "^" not in out
     assert "= help: did you mean `role`?" in out
@@ -204,7 +203,7 @@ def test_missing_source_prints_header_and_location_only() -> None:
 def test_line_out_of_range_prints_no_snippet() -> None:
     d = make("syntax-error", Span(file="a.wf", line=99, col=1, end_line=99, end_col=2), "gone")
     out = render_full([d], {"a.wf": SourceFile("a.wf", "x\n")})
-    assert out == "error[IL001]: gone\n  --> a.wf:99:1\n"
+    assert out == "error[IL001]: gone\n --> a.wf:99:1\n"
 
 
 def test_label_in_unknown_file_becomes_a_note() -> None:
@@ -364,14 +363,14 @@ def test_sarif_content() -> None:
     [run] = log["runs"]
     driver = run["tool"]["driver"]
     assert (driver["name"], driver["version"]) == ("interlock", "0.1.0")
-    assert driver["informationUri"].startswith("https://")
+    assert "informationUri" not in driver  # the project publishes no URL; none is invented
     rules = driver["rules"]
     assert [r["id"] for r in rules] == list(CODES)
     rule = rules[list(CODES).index("IL503")]
     assert rule["name"] == "self-transition"
     assert rule["shortDescription"]["text"] == CODES["IL503"].summary
     assert rule["defaultConfiguration"]["level"] == "warning"
-    assert rule["helpUri"].endswith("docs/diagnostics.md#il503")
+    assert rule["help"]["text"] == "See docs/diagnostics.md, section IL503 self-transition."
     assert rules[0]["defaultConfiguration"]["level"] == "error"
 
     err, warn = run["results"]
@@ -400,6 +399,24 @@ def test_sarif_regions_are_at_least_one() -> None:
     loc = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"]["uri"] == "file:///abs/x.wf"
     assert all(v >= 1 for v in loc["region"].values())
+
+
+@pytest.mark.parametrize(
+    ("name", "uri"),
+    [
+        ("examples\\office.wf", "examples/office.wf"),
+        ("a:b.wf", "a%3Ab.wf"),
+        ("C:\\work\\x.wf", "file:///C:/work/x.wf"),
+        ("<builtin>", "%3Cbuiltin%3E"),
+    ],
+)
+def test_sarif_uris(name: str, uri: str) -> None:
+    d = make("syntax-error", SourceFile(name, "x\n").span(0, 1), "bad")
+    log = json.loads(render_sarif([d], tool_version="1", files=[name.replace("\\", "/")]))
+    sarif_validator().validate(log)
+    run = log["runs"][0]
+    assert run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": uri, "index": 0}
+    assert run["artifacts"][0]["location"]["uri"] == uri
 
 
 # -- GitHub ---------------------------------------------------------------------------
