@@ -76,9 +76,7 @@ def compile_bytes(name: str, data: bytes, *, search_dir: Path | None = None, lim
 def compile_path(path: Path, *, display: str | None = None, limits: Limits = DEFAULT_LIMITS,
                  want_plan: bool = True) -> CompileResult:
     """Compile a file on disk (`display` is the name diagnostics print, default the path as given)."""
-    source, problems = read_limited(path, limits)
+    source, problems = read_limited(path, limits, name=display)
     if source is None:
-        return CompileResult(str(path), tuple(problems))
-    if display is not None and display != source.name:
-        source = SourceFile(display, source.text)
+        return CompileResult(str(path) if display is None else display, tuple(problems))
     return compile_source(source, search_dir=path.parent, limits=limits, want_plan=want_plan)

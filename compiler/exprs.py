@@ -24,10 +24,14 @@ class ExprScope:
     symbols: Symbols
     names: dict[str, str] = field(default_factory=dict)  # name -> record type
     later: dict[str, str] = field(default_factory=dict)  # loaded further down
+    # names whose record is unknown or missing (already reported): their uses stay quiet
+    unknown: set[str] = field(default_factory=set)
 
     def path_type(self, parts: tuple[str, ...], node: ir.Node, out: list[Diagnostic]) -> str | None:
         head = parts[0]
         record = self.names.get(head)
+        if record is None and head in self.unknown:
+            return None
         if record is None:
             if head in self.later:
                 out.append(make("use-before-load", node.span, f"`{head}` is used before its `load` line",

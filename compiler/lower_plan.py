@@ -112,7 +112,9 @@ def lower_plan(ctx: Context) -> P.Plan:
         kinds=kinds, records=records,
         entry_policy=P.EntryPolicy.model_construct(trigger=entry, exclude=tuple(exclude), dispatch=tuple(dispatch)),
         workflows=tuple(workflows), sequences=sequences, digest="")
-    return plan
+    # Fill the digest here, not only in `dump_plan`, so that a compiled plan equals its own
+    # `load_plan(dump_plan(plan))`.
+    return plan.model_copy(update={"digest": P.plan_digest(plan.model_dump(mode="json"))})
 
 
 def _action(ctx: Context, wf: ir.WorkflowDecl, step: ir.StepDecl, handler: ir.Handler, pos: int,

@@ -210,11 +210,15 @@ def parse_tree(source: SourceFile, limits: Limits = DEFAULT_LIMITS) -> tuple[Tre
         return None, [_syntax_diagnostic(source, exc)]
 
 
-def read_limited(path: Path, limits: Limits = DEFAULT_LIMITS) -> tuple[SourceFile | None, list[Diagnostic]]:
-    """Read a file as a `SourceFile`, or explain why it cannot be one (size, encoding, I/O)."""
+def read_limited(path: Path, limits: Limits = DEFAULT_LIMITS, *,
+                 name: str | None = None) -> tuple[SourceFile | None, list[Diagnostic]]:
+    """Read a file as a `SourceFile`, or explain why it cannot be one (size, encoding, I/O).
+
+    `name` is what the source and its diagnostics are called (default: the path as given).
+    """
     from .source import Span
 
-    name = str(path)
+    name = str(path) if name is None else name
     where = Span.model_construct(file=name, line=1, col=1, end_line=1, end_col=1)
     try:
         size = path.stat().st_size

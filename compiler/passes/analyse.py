@@ -68,7 +68,8 @@ def analyse(ctx: Context) -> list[Diagnostic]:
                         continue
                     if unguarded is not None:
                         out.append(make("unreachable-transition", action.name.span,
-                                        f"this transition never fires: `{unguarded.name.name}` before it always does",
+                                        f"this transition never fires: the unguarded `{unguarded.name.name}` on line "
+                                        f"{unguarded.span.line} always fires first",
                                         labels=(label(unguarded.span, "unguarded transition"),),
                                         help="guard the earlier transition with `when quorum(…)` or "
                                              "`requires_approval`, or remove this one"))

@@ -12,6 +12,11 @@ from ..types import unknown_type
 
 __all__ = ["resolve"]
 
+# names other languages use for the built-in types; difflib is too strict to suggest these
+_TYPE_ALIASES = {alias: f"did you mean `{t}`?" for alias, t in (
+    ("string", "str"), ("integer", "int"), ("number", "int"), ("boolean", "bool"), ("dict", "map"),
+    ("object", "map"), ("array", "list[T]"))}
+
 
 def resolve(ctx: Context) -> list[Diagnostic]:
     out: list[Diagnostic] = []
@@ -30,9 +35,10 @@ def resolve(ctx: Context) -> list[Diagnostic]:
             elif bad.arg is not None:
                 out.append(make("unknown-type", bad.span, f"`{bad.name}` takes no type argument"))
             else:
+                known = [*sorted(("str", "int", "bool", "map", "any", "step", "role", "target", "task_ref",
+                                  "threshold")), *sym.records]
                 out.append(make("unknown-type", bad.span, f"unknown type `{bad.name}`",
-                                help=suggest(bad.name, [*sorted(("str", "int", "bool", "map", "any", "step", "role",
-                                                                 "target", "task_ref", "threshold")), *sym.records])))
+                                help=_TYPE_ALIASES.get(bad.name) or suggest(bad.name, known)))
 
     for decl in ctx.user_decls():
         if isinstance(decl, ir.TriggerDecl):

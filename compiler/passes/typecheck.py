@@ -44,7 +44,10 @@ def typecheck(ctx: Context) -> list[Diagnostic]:
                 if unknown_type(param.type, sym) is not None:
                     continue
                 for m in check_value(arg.value, param.type, scope):
-                    out.append(make(m.name, m.node.span, m.message, help=m.help))
+                    # a bare type complaint does not say which argument it is about
+                    message = (f"`{pname}` of `{kind.name.name}`: {m.message}" if m.name == "argument-type-mismatch"
+                               else m.message)
+                    out.append(make(m.name, m.node.span, message, help=m.help))
     for block in ctx.dispatches():
         _dispatch(block, ctx, out)
     return out
@@ -56,6 +59,8 @@ def _dispatch(block: ir.DispatchDecl, ctx: Context, out: list[Diagnostic]) -> No
     events = [i for i in block.items if isinstance(i, ir.EventItem)]
     if events and events[0].record.name in sym.records:
         scope.names["event"] = events[0].record.name
+    else:  # no event line, or an unknown record: reported by validate / resolve
+        scope.unknown.add("event")
     if "host" in sym.records:
         scope.names["host"] = "host"
     scope.later = {i.name.name: i.loader.name for i in block.items if isinstance(i, ir.LoadItem)}
@@ -77,8 +82,11 @@ def _dispatch(block: ir.DispatchDecl, ctx: Context, out: list[Diagnostic]) -> No
                 t = type_of(arg, scope, out)
                 if t is not None and t != "str":
                     out.append(make("expression-type-error", arg.span, f"a load id must be a `str`, found `{t}`"))
-            if item.loader.name in sym.records and item.name.name not in ("event", "host"):
-                scope.names[item.name.name] = item.loader.name
+            if item.name.name not in ("event", "host"):
+                if item.loader.name in sym.records:
+                    scope.names[item.name.name] = item.loader.name
+                else:  # an unknown record (reported by resolve)
+                    scope.unknown.add(item.name.name)
                 scope.later.pop(item.name.name, None)
         elif isinstance(item, ir.OperationItem):
             if item.condition is not None:

@@ -50,9 +50,12 @@ def _workflow(wf: ir.WorkflowDecl, sym: Symbols, out: list[Diagnostic]) -> None:
             seen[sid] = step
         pos = step_position(step, index)
         if pos in positions:
-            out.append(make("duplicate-position", _setting_span(step, "position") or step.name.span,
+            explicit = _setting_span(step, "position")
+            implicit = () if explicit is not None else (
+                f"`{sid}` has no `position`, so it takes its declaration index {pos} (counted from 0)",)
+            out.append(make("duplicate-position", explicit or step.name.span,
                             f"steps `{positions[pos].name.name}` and `{sid}` both have position {pos}",
-                            labels=(label(positions[pos].name.span, "position taken here"),)))
+                            labels=(label(positions[pos].name.span, "position taken here"),), notes=implicit))
         else:
             positions[pos] = step
         if any(f.name == "start" for f in step.flags):
@@ -169,6 +172,13 @@ def _entry_policy(ctx: Context, out: list[Diagnostic]) -> None:
                         "no trigger is marked `entry`"))
         return
     entry = entries[0].name.name
+    for kind in sym.kinds.values():
+        if kind.action_class == "transition" and ctx.is_user(kind):
+            for t in kind.triggers or ():
+                if t.name == entry:
+                    out.append(make("transition-on-entry", t.span,
+                                    f"transition `{kind.name.name}` may not be declared on the entry trigger `{entry}`",
+                                    help=f"remove `{entry}` from the `on` list"))
     listed: dict[str, tuple[str, ir.Ident]] = {}
     for clause in sym.entry_clauses:
         for k in clause.kinds:
