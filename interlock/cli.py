@@ -56,6 +56,27 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("file", metavar="FILE", help="the .wf file (`-` for standard input)")
     comp.add_argument("-o", "--output", metavar="PLAN", help="write the plan here (default: stdout)")
     comp.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    sim = sub.add_parser("simulate", help="run a scenario and print its trace",
+                         description="Run a scenario (RUNTIME.md §5) on an in-memory SQLite store with simulated "
+                                     "executors and print the trace: one JSON object per line, or a table.")
+    sim.add_argument("scenario", metavar="SCENARIO.yaml")
+    sim.add_argument("--format", choices=("jsonl", "table"), default=None,
+                     help="trace format (default: table on a terminal, jsonl otherwise)")
+    sim.add_argument("--store", metavar="URL", default="sqlite://",
+                     help="store URL (default: sqlite:// in memory; the store must be empty)")
+
+    test = sub.add_parser("test", help="run scenarios that carry an `expect:` block, like a test runner",
+                          description="Run every scenario with an `expect:` block (folders: *.yaml, *.yml, "
+                                      "recursively) and report pass/fail.")
+    test.add_argument("paths", nargs="+", metavar="PATH")
+    test.add_argument("-v", "--verbose", action="store_true", help="print the trace of failing scenarios")
+
+    db = sub.add_parser("db", help="database maintenance")
+    dbsub = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
+    up = dbsub.add_parser("upgrade", help="create or upgrade interlock's tables (alembic migrations)")
+    up.add_argument("--url", required=True, help="database URL (sqlite:///file.db, postgresql+psycopg://...)")
+    cur = dbsub.add_parser("current", help="print the database's schema revision")
+    cur.add_argument("--url", required=True)
     return parser
 
 
@@ -166,6 +187,32 @@ def _fail(message: str) -> NoReturn:
     raise SystemExit(EXIT_USAGE)
 
 
+def _known_errors() -> tuple[type[Exception], ...]:
+    """Errors that are the user's input, reported without a traceback (exit 2)."""
+    errors: list[type[Exception]] = []
+    if "interlock.commands" in sys.modules:
+        from .commands import CommandError
+
+        errors.append(CommandError)
+    if "interlock.runtime.scenario" in sys.modules:
+        from interlock.runtime.scenario import ScenarioError
+
+        errors.append(ScenarioError)
+    if "interlock.runtime.plan" in sys.modules:
+        from interlock.runtime.plan import PlanError
+
+        errors.append(PlanError)
+    if "interlock.runtime.store" in sys.modules:
+        from interlock.runtime.store import StoreError
+
+        errors.append(StoreError)
+    if "interlock.runtime.errors" in sys.modules:
+        from interlock.runtime.errors import RuntimeFault
+
+        errors.append(RuntimeFault)
+    return tuple(errors) or (UsageError,)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (the console script exits with it)."""
     parser = _parser()
@@ -173,10 +220,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    handlers = {"check": _check, "compile": _compile}
+    from . import commands
+
+    handlers = {"check": _check, "compile": _compile, "simulate": commands.simulate, "test": commands.test,
+                "db": commands.db}
     try:
         return handlers[args.command](args)
     except UsageError as exc:
+        _fail(str(exc))
+    except _known_errors() as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
         sys.stderr.write("interlock: interrupted\n")

@@ -1,0 +1,34 @@
+"""Runtime error types in, nothing out: what the embedding API raises for bad requests."""
+
+from __future__ import annotations
+
+__all__ = ["RuntimeFault", "UnknownTaskError", "UnknownStepError", "UnknownWorkflowError", "UnknownTriggerError",
+           "ActionFailed", "PayloadError"]
+
+
+class RuntimeFault(Exception):
+    """Base class: a request the runtime refuses (nothing was changed)."""
+
+
+class UnknownTaskError(RuntimeFault):
+    pass
+
+
+class UnknownWorkflowError(RuntimeFault):
+    pass
+
+
+class UnknownStepError(RuntimeFault):
+    pass
+
+
+class UnknownTriggerError(RuntimeFault):
+    pass
+
+
+class PayloadError(RuntimeFault):
+    pass
+
+
+class ActionFailed(Exception):
+    """Raised by an executor for an ordinary, expected failure (any other exception is a fault)."""

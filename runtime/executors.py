@@ -1,0 +1,114 @@
+"""Action kinds in, callables out: the executor registry and what an executor receives.
+
+An executor is `fn(args, ctx) -> effects`: `args` are the action's arguments from the
+plan (defaults filled in, checked against the kind's parameter types before the call),
+`ctx` names the task, step, trigger, entry id or operation id and carries a ready-made
+idempotency key.  It returns a list of effect dicts (what took effect, for records) or
+None.  Raising `ActionFailed` is an ordinary failure; any other exception is a fault
+that the runtime contains and records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .store import Store, TaskState
+
+if TYPE_CHECKING:
+    from .api import Runtime
+
+__all__ = ["ActionContext", "Executor", "ExecutorRegistry", "Directory", "StaticDirectory", "Effect"]
+
+Effect = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ActionContext:
+    kind: str
+    task: TaskState
+    workflow_id: str
+    step_id: str
+    trigger: str
+    position: int
+    idempotency_key: str | None
+    entry_id: int | None = None
+    operation_id: str | None = None
+    session_id: str | None = None
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    store: Store | None = None  # the open unit, for transactional executors
+    runtime: Runtime | None = None  # for executors that call back into the runtime
+    directory: Directory | None = None
+    workflow_steps: tuple[str, ...] = ()  # every step id of the task's workflow
+
+
+Executor = Callable[[Mapping[str, Any], ActionContext], "Sequence[Effect] | None"]
+
+
+class Directory(Protocol):
+    """Who the agents are: the host answers; the default is a static map."""
+
+    def primary_agent(self, task: TaskState) -> str | None: ...
+
+    def ceo_agent(self) -> str | None: ...
+
+    def seat_candidates(self, task: TaskState, role: str) -> Sequence[str]: ...
+
+
+@dataclass(frozen=True)
+class StaticDirectory:
+    primary: str | None = "primary"
+    ceo: str | None = None
+
+    def primary_agent(self, task: TaskState) -> str | None:
+        return self.primary
+
+    def ceo_agent(self) -> str | None:
+        return self.ceo
+
+    def seat_candidates(self, task: TaskState, role: str) -> Sequence[str]:
+        """Casting order: the workspace CEO unless it is the task's runner, then the runner itself."""
+        out = [a for a in (self.ceo,) if a and a != self.primary]
+        if self.primary:
+            out.append(self.primary)
+        return out
+
+
+@dataclass
+class _Entry:
+    fn: Executor
+    transactional: bool
+
+
+class ExecutorRegistry:
+    """One executor per action kind.  Transactional executors run inside the store unit
+    that also writes the action's durable marker (their effects are exactly-once)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Entry] = {}
+
+    def register(self, kind: str, fn: Executor, *, transactional: bool = False) -> None:
+        self._entries[kind] = _Entry(fn, transactional)
+
+    def unregister(self, kind: str) -> None:
+        self._entries.pop(kind, None)
+
+    def get(self, kind: str) -> Executor | None:
+        entry = self._entries.get(kind)
+        return entry.fn if entry else None
+
+    def is_transactional(self, kind: str) -> bool:
+        entry = self._entries.get(kind)
+        return bool(entry and entry.transactional)
+
+    def kinds(self) -> list[str]:
+        return sorted(self._entries)
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._entries
+
+    def copy(self) -> ExecutorRegistry:
+        new = ExecutorRegistry()
+        new._entries = dict(self._entries)
+        return new
