@@ -9,7 +9,7 @@ host-inline halves by the entry policy.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from interlock import __version__
 from interlock.dsl import ir
@@ -91,7 +91,7 @@ def lower_plan(ctx: Context) -> P.Plan:
             steps.append(P.PlanStep.model_construct(
                 id=step.name.name, title=step.title.value if step.title else step.name.name,
                 position=step_position(step, index), start="start" in flags, manual_move="manual_move" in flags,
-                terminal="terminal" in flags, stage=stage.name if isinstance(stage, ir.Ident) else "custom",
+                terminal="terminal" in flags, stage=cast(Any, stage.name if isinstance(stage, ir.Ident) else "custom"),
                 prompt=prompt.value if isinstance(prompt, ir.StrLit) else None,
                 wip_limit=wip.value if isinstance(wip, ir.IntLit) else 0,
                 pull_from=pull.name if isinstance(pull, ir.Ident) else None,
@@ -135,7 +135,7 @@ def _action(ctx: Context, wf: ir.WorkflowDecl, step: ir.StepDecl, handler: ir.Ha
     guard = None
     if action.guard is not None:
         th = action.guard.threshold
-        guard = P.PlanGuard.model_construct(role=action.guard.role.name, threshold=th.name.name,
+        guard = P.PlanGuard.model_construct(role=action.guard.role.name, threshold=cast(Any, th.name.name),
                                             count=th.count.value if th.count else None, source=_ref(action.guard))
     target = transition_target(wf, step, action) if kind.action_class == "transition" else None
     return P.PlanAction.model_construct(

@@ -7,7 +7,7 @@ The code table (`CODES`) is the single registry of stable codes and kebab names;
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
@@ -17,7 +17,7 @@ from .source import Span
 __all__ = ["Severity", "Label", "Diagnostic", "CodeInfo", "CODES", "make", "InternalCompilerError", "sort_key"]
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
     NOTE = "note"

@@ -8,7 +8,7 @@ guarantees their shape, so re-validating every node would only cost time.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from lark import Token, Transformer, Tree
 
@@ -17,6 +17,10 @@ from .diagnostics import Diagnostic, make
 from .source import SourceFile, Span
 
 __all__ = ["lower_tree", "unescape"]
+
+# Integers are 64-bit signed: plans cross into JSON and SQL, and a longer digit string
+# would otherwise trip Python's int-conversion limit inside the transformer.
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "0": "\0", "/": "/"}
 
@@ -46,10 +50,16 @@ def unescape(body: str) -> tuple[str, int | None]:
 
 
 class _Lower(Transformer[Token, Any]):
-    def __init__(self, source: SourceFile) -> None:
+    def __init__(self, source: SourceFile, max_depth: int) -> None:
         super().__init__(visit_tokens=False)
         self.source = source
         self.diagnostics: list[Diagnostic] = []
+        self.max_depth = max_depth
+        self.too_deep = False
+        # Operator depth of each `not`/binary node built so far, by id.  A left-associative
+        # chain (`a ?? b ?? …`) is flat in the parse tree but as deep as it is long in the IR,
+        # and every later pass walks expressions recursively.
+        self._depth: dict[int, int] = {}
 
     # ---- helpers -----------------------------------------------------------------------
     def tspan(self, tok: Token) -> Span:
@@ -89,6 +99,28 @@ class _Lower(Transformer[Token, Any]):
     def ident(self, tok: Token) -> ir.Ident:
         return ir.Ident.model_construct(span=self.tspan(tok), name=str(tok))
 
+    def intlit(self, tok: Token) -> ir.IntLit:
+        text = str(tok)
+        digits = text.lstrip("-").lstrip("0") or "0"
+        value = int(digits) if len(digits) <= 19 else _INT_MAX + 1
+        if text.startswith("-"):
+            value = -value
+        if not _INT_MIN <= value <= _INT_MAX:
+            shown = text if len(text) <= 24 else text[:21] + "..."
+            self.diagnostics.append(make("invalid-token", self.tspan(tok),
+                                         f"integer `{shown}` is out of range (64-bit signed)"))
+            value = 0
+        return ir.IntLit.model_construct(span=self.tspan(tok), value=value)
+
+    def _nest(self, node: ir.Expr, operands: tuple[ir.Expr, ...], where: ir.Expr) -> None:
+        depth = 1 + max(self._depth.get(id(o), 0) for o in operands)
+        self._depth[id(node)] = depth
+        if depth > self.max_depth and not self.too_deep:
+            self.too_deep = True
+            self.diagnostics.append(make("nesting-too-deep", where.span,
+                                         f"expression nested deeper than {self.max_depth} levels",
+                                         help="split the expression; operator chains count as nesting"))
+
     def strlit(self, tok: Token) -> ir.StrLit:
         text, bad = unescape(str(tok)[1:-1])
         span = self.tspan(tok)
@@ -124,7 +156,7 @@ class _Lower(Transformer[Token, Any]):
     def action_decl(self, c: list[Any]) -> ir.ActionKindDecl:
         cls, name, params, triggers = c
         return ir.ActionKindDecl.model_construct(
-            span=self.span(c), action_class=str(cls), name=self.ident(name), params=tuple(params or ()),
+            span=self.span(c), action_class=cast(Any, str(cls)), name=self.ident(name), params=tuple(params or ()),
             triggers=None if triggers is None else tuple(triggers))
 
     def on_clause(self, c: list[Any]) -> list[ir.Ident]:
@@ -159,7 +191,7 @@ class _Lower(Transformer[Token, Any]):
         return tok
 
     def entry_clause(self, c: list[Any]) -> ir.EntryClause:
-        return ir.EntryClause.model_construct(span=self.span(c), mode=str(c[0]),
+        return ir.EntryClause.model_construct(span=self.span(c), mode=cast(Any, str(c[0])),
                                               kinds=tuple(self.ident(t) for t in c[1:]))
 
     # ---- workflows ------------------------------------------------------------------
@@ -181,18 +213,18 @@ class _Lower(Transformer[Token, Any]):
             handlers=tuple(i for i in items if isinstance(i, ir.Handler)))
 
     def step_flag(self, c: list[Any]) -> ir.StepFlag:
-        return ir.StepFlag.model_construct(span=self.span(c), name=str(c[0]))
+        return ir.StepFlag.model_construct(span=self.span(c), name=cast(Any, str(c[0])))
 
     def step_setting(self, c: list[Any]) -> ir.StepSetting:
         key, tok = c
         value: ir.IntLit | ir.StrLit | ir.Ident
         if tok.type == "INT":
-            value = ir.IntLit.model_construct(span=self.tspan(tok), value=int(tok))
+            value = self.intlit(tok)
         elif tok.type == "STRING":
             value = self.strlit(tok)
         else:
             value = self.ident(tok)
-        return ir.StepSetting.model_construct(span=self.span(c), name=str(key), value=value)
+        return ir.StepSetting.model_construct(span=self.span(c), name=cast(Any, str(key)), value=value)
 
     def handler(self, c: list[Any]) -> ir.Handler:
         return ir.Handler.model_construct(span=self.span(c[0]), trigger=self.ident(c[0]), actions=tuple(c[1:]))
@@ -211,7 +243,7 @@ class _Lower(Transformer[Token, Any]):
         name, count = c
         return ir.Threshold.model_construct(
             span=self.span(c), name=self.ident(name),
-            count=None if count is None else ir.IntLit.model_construct(span=self.tspan(count), value=int(count)))
+            count=None if count is None else self.intlit(count))
 
     def args(self, c: list[Any]) -> list[ir.Arg]:
         return [a for a in c if a is not None]
@@ -227,7 +259,7 @@ class _Lower(Transformer[Token, Any]):
         return self.strlit(c[0])
 
     def integer(self, c: list[Any]) -> ir.IntLit:
-        return ir.IntLit.model_construct(span=self.tspan(c[0]), value=int(c[0]))
+        return self.intlit(c[0])
 
     def true(self, c: list[Any]) -> ir.BoolLit:
         return ir.BoolLit.model_construct(span=self.tspan(c[0]), value=True)
@@ -292,7 +324,7 @@ class _Lower(Transformer[Token, Any]):
 
     def load_case(self, c: list[Any]) -> ir.LoadCase:
         *outcomes, name, level, message = c
-        return ir.LoadCase.model_construct(span=self.span(c), outcomes=tuple(str(o) for o in outcomes),
+        return ir.LoadCase.model_construct(span=self.span(c), outcomes=cast(Any, tuple(str(o) for o in outcomes)),
                                            guard=self.ident(name), level=level,
                                            message=None if message is None else self.strlit(message))
 
@@ -312,13 +344,17 @@ class _Lower(Transformer[Token, Any]):
         left: ir.Expr = c[0]
         for i in range(1, len(c), 2):
             op, right = c[i], c[i + 1]
-            left = ir.BinaryExpr.model_construct(span=self.span(left, right), op=str(op), left=left, right=right)
+            node = ir.BinaryExpr.model_construct(span=self.span(left, right), op=cast(Any, str(op)), left=left, right=right)
+            self._nest(node, (left, right), right)
+            left = node
         return left
 
     or_expr = and_expr = cmp_expr = coalesce_expr = _chain
 
     def not_expr(self, c: list[Any]) -> ir.NotExpr:
-        return ir.NotExpr.model_construct(span=self.span(c), operand=c[1])
+        node = ir.NotExpr.model_construct(span=self.span(c), operand=c[1])
+        self._nest(node, (c[1],), node)
+        return node
 
     def path_expr(self, c: list[Any]) -> ir.PathExpr:
         toks = c[0]
@@ -329,9 +365,10 @@ class _Lower(Transformer[Token, Any]):
         return expr
 
 
-def lower_tree(tree: Tree[Token], source: SourceFile) -> tuple[ir.Module, list[Diagnostic]]:
-    """Lower a parse tree of `source` to an IR module."""
-    lowering = _Lower(source)
+def lower_tree(tree: Tree[Token], source: SourceFile,
+               max_depth: int = 64) -> tuple[ir.Module | None, list[Diagnostic]]:
+    """Lower a parse tree of `source` to an IR module (None: an expression nests past `max_depth`)."""
+    lowering = _Lower(source, max_depth)
     module = lowering.transform(tree)
     assert isinstance(module, ir.Module)
-    return module, lowering.diagnostics
+    return (None if lowering.too_deep else module), lowering.diagnostics

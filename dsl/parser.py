@@ -152,7 +152,7 @@ def _syntax_diagnostic(source: SourceFile, exc: UnexpectedInput) -> Diagnostic:
         help_text = f"or {_join(closers)} to close the block" if closers else None
         return make("syntax-error", span, f"unexpected {_token_word(token)}: expected {wanted}", help=help_text)
     if isinstance(exc, UnexpectedCharacters):
-        pos = exc.pos_in_stream
+        pos = exc.pos_in_stream or 0
         span = source.span(pos, pos + 1)
         char = source.text[pos] if pos < len(source.text) else ""
         if char == '"':

@@ -10,6 +10,7 @@ store.  The runtime holds no lock while an executor runs, so executors may call 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -17,7 +18,12 @@ from typing import Any
 
 from .builtins import register_builtins
 from .errors import (
-    ActionFailed, PayloadError, RuntimeFault, UnknownStepError, UnknownTaskError, UnknownTriggerError,
+    ActionFailed,
+    PayloadError,
+    RuntimeFault,
+    UnknownStepError,
+    UnknownTaskError,
+    UnknownTriggerError,
     UnknownWorkflowError,
 )
 from .executors import ActionContext, Directory, Effect, ExecutorRegistry, StaticDirectory
@@ -94,13 +100,12 @@ class Runtime:
         self._entry_trigger = plan.entry_policy.trigger
 
     # ---- records -------------------------------------------------------------------------------
-    def emit(self, kind: str, level: Level = "info", message: str | None = None, **fields: Any) -> None:
+    def emit(self, kind: str, level: Level = "info", message: str | None = None, /, **fields: Any) -> None:
+        """Send one record to every sink (a failing sink is ignored)."""
         record = Record(kind, level, message or MESSAGES.get(kind, kind), fields)
         for sink in self.sinks:
-            try:
+            with contextlib.suppress(Exception):  # a broken sink must not take the runtime down
                 sink(record)
-            except Exception:  # a broken sink must not take the runtime down
-                pass
 
     def add_sink(self, sink: RecordSink) -> None:
         self.sinks.append(sink)
@@ -297,10 +302,10 @@ class Runtime:
         except StoreError:
             raise
         except Exception as exc:  # an executor fault inside the unit
-            failure = _Failure(f"{type(exc).__name__}: {exc}", panic=True)
-            self._record_failure(failure, task.id, row.session_id, kind)
-            self._mark_failed(row.id, action.position, kind, failure.message, had_marker=marker is not None)
-            return failure.message
+            fault = _Failure(f"{type(exc).__name__}: {exc}", panic=True)
+            self._record_failure(fault, task.id, row.session_id, kind)
+            self._mark_failed(row.id, action.position, kind, fault.message, had_marker=marker is not None)
+            return fault.message
         self._emit_effects(effects, kind, task.id, step.id, entry_id=row.id)
         return None
 

@@ -17,10 +17,7 @@ def empty(value: Any) -> bool:
 def lookup(scope: Mapping[str, Any], path: tuple[str, ...]) -> Any:
     value: Any = scope.get(path[0])
     for part in path[1:]:
-        if isinstance(value, Mapping):
-            value = value.get(part)
-        else:
-            value = getattr(value, part, None)
+        value = value.get(part) if isinstance(value, Mapping) else getattr(value, part, None)
     return value
 
 

@@ -241,9 +241,9 @@ class _Sim:
                 return
             if "verdict" not in body or ("agent" in body) == ("user" in body):
                 raise ScenarioError(f"event {index} (`decide`): give `verdict` and one of `agent` or `user`")
-            result = rt.record_decision(task, verdict=body["verdict"], agent=body.get("agent"), user=body.get("user"),
+            decided = rt.record_decision(task, verdict=body["verdict"], agent=body.get("agent"), user=body.get("user"),
                                         role=body.get("role", ""), session_id=body.get("session"))
-            memo["decision"] = (result.step_id, result.decision_id, body.get("agent") or body.get("user"),
+            memo["decision"] = (decided.step_id, decided.decision_id, body.get("agent") or body.get("user"),
                                 "agent" if body.get("agent") else "human")
 
     def _summary(self) -> None:
@@ -295,9 +295,9 @@ def check_expectations(scenario: Scenario, trace: Trace) -> list[str]:
         got_runs = Counter((r["task"], r["agent"], r["reason"]) for r in summary.get("runs", []))
         want_runs = Counter((r.task, r.agent, r.reason) for r in expect.runs)
         for run, n in (want_runs - got_runs).items():
-            problems.append(f"runs: missing {n}× {{task: {run[0]}, agent: {run[1]}, reason: {run[2]}}}")
+            problems.append(f"runs: missing {n} x {{task: {run[0]}, agent: {run[1]}, reason: {run[2]}}}")
         for run, n in (got_runs - want_runs).items():
-            problems.append(f"runs: unexpected {n}× {{task: {run[0]}, agent: {run[1]}, reason: {run[2]}}}")
+            problems.append(f"runs: unexpected {n} x {{task: {run[0]}, agent: {run[1]}, reason: {run[2]}}}")
     if expect.counters and not _subset(expect.counters, summary.get("counters", {})):
         problems.append(f"counters: expected {expect.counters}, got {summary.get('counters')}")
     pos = 0

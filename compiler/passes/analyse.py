@@ -145,7 +145,7 @@ def _strip(node: ir.Node) -> object:
         return ("not", _strip(node.operand))
     if isinstance(node, ir.BinaryExpr):
         return (node.op, _strip(node.left), _strip(node.right))
-    return node.kind
+    return type(node).__name__
 
 
 def _shadowed(block: ir.DispatchDecl, out: list[Diagnostic]) -> None:

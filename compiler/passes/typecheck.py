@@ -30,7 +30,7 @@ def typecheck(ctx: Context) -> list[Diagnostic]:
                         out.append(make("invalid-default", m.node.span,
                                         f"default of `{p.name.name}` does not fit `{p.type.render()}`: {m.message}",
                                         help=m.help))
-    for wf, step, handler in ctx.handlers():
+    for wf, _step, handler in ctx.handlers():
         scope = Scope(sym, frozenset(s.name.name for s in wf.steps))
         for action in handler.actions:
             kind = sym.kinds.get(action.name.name)

@@ -80,8 +80,9 @@ def _setting_span(step: ir.StepDecl, name: str) -> Span | None:
 
 
 def _attributes(step: ir.StepDecl, out: list[Diagnostic]) -> None:
-    seen: dict[str, ir.Node] = {}
-    for attr in (*step.flags, *step.settings):
+    seen: dict[str, ir.StepFlag | ir.StepSetting] = {}
+    attrs: tuple[ir.StepFlag | ir.StepSetting, ...] = (*step.flags, *step.settings)
+    for attr in attrs:
         if attr.name in seen:
             out.append(make("duplicate-step-attribute", attr.span, f"`{attr.name}` is given twice on step "
                             f"`{step.name.name}`", labels=(label(seen[attr.name].span, "first given here"),)))
@@ -182,16 +183,16 @@ def _entry_policy(ctx: Context, out: list[Diagnostic]) -> None:
     listed: dict[str, tuple[str, ir.Ident]] = {}
     for clause in sym.entry_clauses:
         for k in clause.kinds:
-            kind = sym.kinds.get(k.name)
-            if kind is None:
+            listed_kind = sym.kinds.get(k.name)
+            if listed_kind is None:
                 continue
             user = ctx.is_user(k)
-            if kind.action_class == "transition":
+            if listed_kind.action_class == "transition":
                 if user:
                     out.append(make("transition-on-entry", k.span,
                                     f"`{k.name}` is a transition; transitions never run on entry"))
                 continue
-            if entry not in sym.kind_triggers(kind):
+            if entry not in sym.kind_triggers(listed_kind):
                 if user:
                     out.append(make("entry-list-not-a-kind", k.span,
                                     f"`{k.name}` may not be declared on `{entry}`, so it has no place in an entry list"))
@@ -238,7 +239,8 @@ def _dispatch_blocks(ctx: Context, out: list[Diagnostic]) -> None:
         guards: dict[str, ir.Ident] = {}
         loads: dict[str, ir.Ident] = {}
 
-        def guard(name: ir.Ident, level: str, message: ir.StrLit | None) -> None:
+        def guard(name: ir.Ident, level: str, message: ir.StrLit | None,
+                  guards: dict[str, ir.Ident] = guards) -> None:
             if name.name in guards:
                 out.append(make("duplicate-guard-name", name.span, f"guard `{name.name}` is declared twice",
                                 labels=(label(guards[name.name].span, "first declared here"),)))
@@ -285,8 +287,8 @@ def _dispatch_blocks(ctx: Context, out: list[Diagnostic]) -> None:
             out.append(make("payload-mismatch", block.name.span,
                             f"dispatch `{block.name.name}` has no payload, but `{trigger.name.name}` takes "
                             + ", ".join(f"`{p}`" for p in params)))
-        for extra in payloads[1:]:
-            out.append(make("payload-mismatch", extra.span, "a dispatch block has one `payload`"))
+        for extra_payload in payloads[1:]:
+            out.append(make("payload-mismatch", extra_payload.span, "a dispatch block has one `payload`"))
         if payloads:
             payload = payloads[0]
             assigned: dict[str, ir.Assignment] = {}
