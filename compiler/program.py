@@ -49,10 +49,50 @@ def prelude_module(name: str) -> tuple[ir.Module, SourceFile] | None:
     if text is None:
         return None
     source = SourceFile(f"<prelude:{name}>", text)
+    cached = _load_cached(name, text)
+    if cached is not None:
+        return cached, source
     module, diagnostics = parse_source(source)
     if module is None or diagnostics:
         raise InternalCompilerError(f"shipped prelude {name}.wf does not parse: {diagnostics}")
+    _store_cached(name, text, module)
     return module, source
+
+
+def _cache_path(name: str, text: str) -> Path:
+    import hashlib
+
+    from interlock import __version__
+    from interlock.dsl.parser import cache_dir
+
+    digest = hashlib.sha256(f"{__version__}\0{name}\0{text}".encode()).hexdigest()[:16]
+    return Path(cache_dir()) / f"prelude-{name}-{digest}.pickle"
+
+
+def _load_cached(name: str, text: str) -> ir.Module | None:
+    """The lowered prelude from the on-disk cache (keyed by its text and interlock's version)."""
+    import pickle
+
+    try:
+        with _cache_path(name, text).open("rb") as fh:
+            module = pickle.load(fh)
+    except Exception:  # absent, unreadable or stale: parse instead
+        return None
+    return module if isinstance(module, ir.Module) else None
+
+
+def _store_cached(name: str, text: str, module: ir.Module) -> None:
+    import os
+    import pickle
+
+    path = _cache_path(name, text)
+    try:
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with tmp.open("wb") as fh:
+            pickle.dump(module, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp.replace(path)
+    except OSError:  # a read-only cache only costs time
+        pass
 
 
 def load_program(

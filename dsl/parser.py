@@ -35,6 +35,12 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
+def cache_dir() -> str:
+    """Where interlock keeps its caches (the parser tables, the lowered prelude)."""
+    return _cache_dir()
+
+
+@lru_cache(maxsize=1)
 def _cache_dir() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     path = os.path.join(base, "interlock")
