@@ -74,6 +74,7 @@ class Runtime:
         host: Mapping[str, Any] | None = None,
         executor_timeout: float | None = 60.0,
         builtins: bool = True,
+        session_live: Callable[[str], bool] | None = None,
     ) -> None:
         self.plan = plan
         self.store = store
@@ -90,6 +91,7 @@ class Runtime:
         self.sinks: list[RecordSink] = list(sinks) if sinks is not None else [LoguruSink()]
         self.host: dict[str, Any] = {"engine_ready": True, **(host or {})}
         self.executor_timeout = executor_timeout
+        self.session_live = session_live
         self.counters = Counters()
         self._workflows = {wf.id: wf for wf in plan.workflows}
         self._steps = {(wf.id, s.id): s for wf in plan.workflows for s in wf.steps}
@@ -189,7 +191,8 @@ class Runtime:
         self.counters.add("arrivals")
         self.emit("arrival", "info", task=task_id, **{"from": ledger.from_step_id}, to=ledger.to_step_id,
                   ledger_id=ledger.id, route=ledger.route, workflow=ledger.to_workflow_id, session=session_id)
-        entry = self._enter(ledger, session_live=session_id is not None) if dispatch else None
+        live = session_id is not None or (self.session_live is not None and self.session_live(task_id))
+        entry = self._enter(ledger, session_live=live) if dispatch else None
         return ArrivalResult("moved", task_id, ledger.from_step_id, ledger.to_step_id, ledger.id, entry)
 
     def dispatch_entry(self, ledger_id: int, *, session_live: bool = False) -> EntryResult:

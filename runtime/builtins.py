@@ -78,13 +78,15 @@ def ensure_seats(args: Mapping[str, Any], ctx: ActionContext) -> Sequence[Effect
     role = args.get("role")
     if not role:
         raise ActionFailed("ensure_seats: no role")
+    steps = ctx.workflow_steps or (ctx.step_id,)
+    if any(p.role == role for p in store.participants(ctx.task.id, steps)):
+        return []  # the role has a seat somewhere in the workflow (a template or a per-task row)
     directory = ctx.directory or StaticDirectory()
     candidates = list(directory.seat_candidates(ctx.task, role))
     seated = {p.agent for p in store.participants(ctx.task.id, ctx.workflow_steps or (ctx.step_id,)) if p.task_id}
     preferred = [a for a in candidates if a not in seated] or candidates
     if not preferred:
         raise ActionFailed(f"ensure_seats: no agent can fill a {role} seat")
-    steps = ctx.workflow_steps or (ctx.step_id,)
     if not store.ensure_seat(ctx.task.id, ctx.step_id, role, preferred[0], steps):
         return []
     return [{"kind": "ensure_seats", "role": role, "agent": preferred[0]}]

@@ -231,7 +231,7 @@ def load_plan(text: str | bytes, *, verify_digest: bool = True) -> Plan:
     """Parse and validate a plan; raise `PlanError` with a one-paragraph explanation."""
     try:
         data = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: `[[[[…` nested too deep
         raise PlanError(f"plan is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise PlanError("plan is not a JSON object")
@@ -242,7 +242,11 @@ def load_plan(text: str | bytes, *, verify_digest: bool = True) -> Plan:
             "recompile the workflow with `interlock compile`")
     if verify_digest:
         digest = data.get("digest")
-        if not isinstance(digest, str) or digest != plan_digest(data):
+        try:
+            expected = plan_digest(data)
+        except RecursionError:  # nested just below the JSON decoder's limit: not a plan either way
+            raise PlanError("plan is nested too deeply to be a plan") from None
+        if not isinstance(digest, str) or digest != expected:
             raise PlanError("plan digest does not match its content: the plan was modified or truncated "
                             "after compilation; recompile it with `interlock compile`")
     try:

@@ -100,9 +100,13 @@ class Scenario(_M):
             raise ValueError("give exactly one of `workflow: FILE.wf` or `source: |` (inline .wf text)")
         return self
 
-    @field_validator("events")
+    @field_validator("events", mode="before")
     @classmethod
-    def _events(cls, events: list[Any]) -> list[Any]:
+    def _events(cls, events: Any) -> list[Any]:
+        if events is None:
+            return []
+        if not isinstance(events, list):
+            raise ValueError("`events` is a list")
         normalised = []
         for i, event in enumerate(events, start=1):
             if isinstance(event, str):

@@ -123,7 +123,8 @@ class _Sim:
         agents = self.scenario.agents
         return Runtime(self.plan, self.store, executors=self._registry(), loaders=self._loaders(),
                        directory=StaticDirectory(primary=agents.primary, ceo=agents.ceo), sinks=[self._sink],
-                       host=self.scenario.host, executor_timeout=self.scenario.executor_timeout)
+                       host=self.scenario.host, executor_timeout=self.scenario.executor_timeout,
+                       session_live=lambda task_id: self.live_session(task_id, None) is not None)
 
     def _loaders(self) -> dict[str, Callable[[Any, Mapping[str, Any]], Mapping[str, Any] | None]]:
         sessions = self.scenario.sessions

@@ -1,1 +1,73 @@
-"""Durable state for the runtime: SQLAlchemy tables, repositories and alembic migrations."""
+"""A database URL in, a `Store` for the runtime out: SQLAlchemy tables, the ledger writer and alembic migrations.
+
+- `open_store(url)` — `sqlite:///path.db`, `sqlite://` (in memory) or
+  `postgresql://…` (psycopg 3); the schema is upgraded to head, or only checked with
+  `create=False`.
+- `MemoryStore` — the same protocol in process memory, not durable.
+- `SqlStore` — the protocol on SQLAlchemy Core, durable.
+- `LedgerWriter` — writes ledger rows inside a host's own transaction.
+- `upgrade(url)` — run the migrations (what `interlock db upgrade --url URL` does).
+
+Importing this package is cheap: SQLAlchemy and alembic load only when a SQL name is
+first used, so `MemoryStore` works without them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .memory import MemoryStore
+
+if TYPE_CHECKING:
+    from interlock.runtime.store import Store
+
+    from .ledger import LedgerWriter
+    from .migrate import check_schema, current_revision, head_revision, upgrade
+    from .sql import SqlStore
+
+__all__ = [
+    "open_store", "MemoryStore", "SqlStore", "LedgerWriter", "upgrade", "current_revision", "head_revision",
+    "check_schema",
+]
+
+_LAZY = {
+    "SqlStore": ".sql",
+    "LedgerWriter": ".ledger",
+    "upgrade": ".migrate",
+    "current_revision": ".migrate",
+    "head_revision": ".migrate",
+    "check_schema": ".migrate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def open_store(url: str, *, create: bool = True) -> Store:
+    """Open the store at `url`.
+
+    In-memory SQLite (`sqlite://`) is always migrated (it starts empty).  For a file or
+    PostgreSQL database, `create=True` upgrades the schema to head first (replayable:
+    nothing happens when it is current); `create=False` only checks it and raises
+    `StoreError` naming `interlock db upgrade` when it is behind.  `postgresql://` means
+    psycopg 3 (`postgresql+psycopg://`)."""
+    from .engine import is_memory_url, make_engine
+    from .migrate import upgrade_engine
+    from .sql import SqlStore
+
+    engine = make_engine(url)
+    try:
+        upgraded = create or is_memory_url(engine.url)
+        if upgraded:
+            upgrade_engine(engine)
+        return SqlStore(engine, check=not upgraded, owns_engine=True)
+    except BaseException:
+        engine.dispose()
+        raise

@@ -1,0 +1,105 @@
+"""Store arguments in, checked and normalised values out: the rules both stores share (no database imports here).
+
+Every check that can fail is done here, before a store touches its state, so the
+memory store and the SQL store refuse the same calls with the same exceptions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, cast, get_args
+
+from interlock.runtime.store import Decision, MarkerState, StoreError
+
+__all__ = [
+    "MARKER_STATES", "DECIDER_TYPES", "clean_id", "is_arrival", "check_state", "check_decider",
+    "check_route", "check_seat_task", "payload_text", "payload_value", "attempted_text", "failed_text",
+    "attempted_value", "failed_value", "steps_tuple", "exists_error", "no_ledger_row_error",
+]
+
+MARKER_STATES: tuple[str, ...] = get_args(MarkerState)
+DECIDER_TYPES: tuple[str, ...] = ("agent", "user")
+
+
+def clean_id(value: str | None) -> str | None:
+    """Empty workflow and step ids mean "none" (stored as NULL)."""
+    return value if value else None
+
+
+def is_arrival(from_workflow_id: str | None, from_step_id: str | None,
+               to_workflow_id: str | None, to_step_id: str | None) -> bool:
+    """Whether a change from one (workflow, step) to another gets a ledger row.
+
+    No row when nothing changes or when neither side names a step (a task without a
+    step changing workflow is not a step change).  The pair is compared, not the step
+    alone: step names repeat across workflows (`work` in two workflows).  A row with
+    no destination step is a detach: it is recorded but enters nothing."""
+    if (from_workflow_id, from_step_id) == (to_workflow_id, to_step_id):
+        return False
+    return from_step_id is not None or to_step_id is not None
+
+
+def check_state(state: str) -> MarkerState:
+    if state not in MARKER_STATES:
+        raise ValueError(f"marker state must be one of {', '.join(MARKER_STATES)}, not {state!r}")
+    return cast(MarkerState, state)
+
+
+def check_decider(decision: Decision) -> None:
+    if decision.decider_type not in DECIDER_TYPES:
+        raise ValueError(f"decider_type must be 'agent' or 'user', not {decision.decider_type!r}")
+    for name in ("task_id", "step_id", "decider_id", "verdict"):
+        if not getattr(decision, name):
+            raise ValueError(f"a decision needs a non-empty {name}")
+
+
+def check_route(route: str) -> None:
+    if not route:
+        raise ValueError("a ledger row needs a route")
+
+
+def check_seat_task(task_id: str) -> None:
+    if not task_id:
+        raise ValueError("ensure_seat writes per-task seats: task_id must not be empty")
+
+
+def payload_text(payload: Mapping[str, Any]) -> str:
+    """A run payload as stored: JSON text (a payload that is not JSON is refused with `StoreError`)."""
+    try:
+        return json.dumps(dict(payload), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"a run payload must be JSON (objects, arrays, strings, numbers, booleans, null): {exc}") \
+            from exc
+
+
+def payload_value(text: str) -> dict[str, Any]:
+    return cast(dict[str, Any], json.loads(text))
+
+
+def attempted_text(attempted: Iterable[str]) -> str:
+    return json.dumps(list(attempted), separators=(",", ":"))
+
+
+def failed_text(failed: Iterable[tuple[str, str]]) -> str:
+    return json.dumps([[kind, error] for kind, error in failed], separators=(",", ":"))
+
+
+def attempted_value(text: str) -> tuple[str, ...]:
+    return tuple(str(kind) for kind in json.loads(text))
+
+
+def failed_value(text: str) -> tuple[tuple[str, str], ...]:
+    return tuple((str(kind), str(error)) for kind, error in json.loads(text))
+
+
+def steps_tuple(workflow_steps: Iterator[str] | tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(workflow_steps))
+
+
+def exists_error(task_id: str) -> StoreError:
+    return StoreError(f"cannot create task {task_id!r}: a task with this id exists already")
+
+
+def no_ledger_row_error(entry_id: int) -> StoreError:
+    return StoreError(f"entry {entry_id} names no ledger row: entry ids are ledger row ids")

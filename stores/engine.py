@@ -1,0 +1,147 @@
+"""Database URLs in, configured SQLAlchemy engines and `StoreError`s out.
+
+SQLite is set up for correctness under concurrency: SQLAlchemy emits BEGIN itself (the
+sqlite3 module's legacy transaction control is switched off), write units begin with
+`BEGIN IMMEDIATE` so writers queue on the busy timeout instead of failing on an upgrade
+from a read lock, file databases use WAL, and foreign keys are enforced.  An in-memory
+database is one shared connection (`StaticPool`), so every thread sees the same data;
+callers serialise its transactions with the engine's `memory_lock`.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError
+from sqlalchemy.pool import StaticPool
+
+from interlock.runtime.store import StoreError
+
+__all__ = [
+    "BUSY_TIMEOUT_S", "BEGIN_OPTION", "ADVISORY_NAMESPACE", "MIGRATION_LOCK_KEY", "normalise_url", "is_memory_url",
+    "make_engine", "memory_lock", "display_url", "upgrade_hint", "store_error",
+]
+
+BUSY_TIMEOUT_S = 30.0
+"""How long a SQLite writer waits for the write lock before the store gives up."""
+
+ADVISORY_NAMESPACE = 0x494C434B
+"""First key of every PostgreSQL advisory lock interlock takes ("ILCK"), so a host's own locks never collide."""
+
+MIGRATION_LOCK_KEY = 1
+"""Second advisory-lock key held by a migration run: concurrent upgrades queue instead of racing DDL."""
+
+BEGIN_OPTION = "interlock_begin"
+"""Execution option naming the SQLite BEGIN mode of a connection's next transaction."""
+
+_MEMORY_LOCKS: weakref.WeakKeyDictionary[Engine, threading.RLock] = weakref.WeakKeyDictionary()
+_MEMORY_LOCKS_GUARD = threading.Lock()
+
+
+def normalise_url(url: str | URL) -> URL:
+    """`postgresql://` and `postgres://` become `postgresql+psycopg://` (psycopg 3); the rest is kept."""
+    if isinstance(url, str):
+        if url.startswith("postgres://"):
+            url = "postgresql://" + url[len("postgres://"):]
+        url = make_url(url)
+    if url.drivername == "postgresql":
+        url = url.set(drivername="postgresql+psycopg")
+    return url
+
+
+def is_memory_url(url: str | URL) -> bool:
+    """True for an in-memory SQLite database (`sqlite://`, `sqlite:///:memory:`, `mode=memory` URIs)."""
+    u = normalise_url(url)
+    if u.get_backend_name() != "sqlite":
+        return False
+    return u.database in (None, "", ":memory:") or u.query.get("mode") == "memory"
+
+
+def display_url(url: str | URL) -> str:
+    """The URL as shown in messages: password hidden."""
+    return normalise_url(url).render_as_string(hide_password=True)
+
+
+def upgrade_hint(url: str | URL) -> str:
+    """What an operator runs to bring the database at `url` up to date."""
+    return f"run `interlock db upgrade --url {display_url(url)}`"
+
+
+def make_engine(url: str | URL, *, busy_timeout: float = BUSY_TIMEOUT_S, **kwargs: Any) -> Engine:
+    """An engine for `url`, with the SQLite settings described in the module docstring.
+
+    `busy_timeout` (seconds, SQLite only) is how long a writer waits for the write lock;
+    other keyword arguments go to `sqlalchemy.create_engine`."""
+    u = normalise_url(url)
+    if u.get_backend_name() != "sqlite":
+        # Hosts keep stores open for days: a connection the server dropped is replaced, not reported.
+        kwargs.setdefault("pool_pre_ping", True)
+        return create_engine(u, **kwargs)
+    memory = is_memory_url(u)
+    connect_args: dict[str, Any] = {"timeout": busy_timeout, **kwargs.pop("connect_args", {})}
+    if memory:
+        connect_args["check_same_thread"] = False
+        kwargs.setdefault("poolclass", StaticPool)
+    engine = create_engine(u, connect_args=connect_args, **kwargs)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # SQLAlchemy emits BEGIN (see `_on_begin`): the driver must not.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            if not memory:
+                cursor.execute("PRAGMA journal_mode = WAL").fetchall()
+                cursor.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get(BEGIN_OPTION, "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+def memory_lock(engine: Engine) -> threading.RLock | None:
+    """The lock serialising transactions on an in-memory SQLite engine (one shared connection); None otherwise."""
+    if engine.dialect.name != "sqlite" or not is_memory_url(engine.url):
+        return None
+    with _MEMORY_LOCKS_GUARD:
+        lock = _MEMORY_LOCKS.get(engine)
+        if lock is None:
+            lock = _MEMORY_LOCKS[engine] = threading.RLock()
+        return lock
+
+
+def store_error(exc: DBAPIError, url: str | URL, doing: str) -> StoreError:
+    """A `StoreError` that says what went wrong in words a host operator can act on."""
+    where = display_url(url)
+    orig = exc.orig
+    text = str(orig) if orig is not None else str(exc)
+    pgcode = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    lowered = text.lower()
+    if pgcode == "42P01" or "no such table" in lowered or ("relation" in lowered and "does not exist" in lowered):
+        return StoreError(f"{doing}: the interlock tables are missing in {where}: {upgrade_hint(url)} ({text})")
+    if "database is locked" in lowered or "database table is locked" in lowered:
+        return StoreError(f"{doing}: {where} stayed locked by another writer past the busy timeout ({text})")
+    if exc.connection_invalidated or (isinstance(exc, OperationalError) and _is_connection_problem(lowered)):
+        return StoreError(f"{doing}: lost or could not open the connection to {where} ({text})")
+    if isinstance(exc, IntegrityError):
+        return StoreError(f"{doing}: constraint violated in {where} ({text})")
+    if isinstance(exc, ProgrammingError | OperationalError):
+        return StoreError(f"{doing}: database error in {where} ({text})")
+    return StoreError(f"{doing}: {where} failed ({text})")
+
+
+def _is_connection_problem(lowered: str) -> bool:
+    return any(s in lowered for s in (
+        "connection", "server closed", "could not connect", "terminating", "unable to open database",
+        "timeout expired", "no route", "refused"))

@@ -1,0 +1,387 @@
+"""Store calls in, the same answers as the SQL store out, with all state in process memory (`MemoryStore`).
+
+Not durable: everything is lost with the process.  For tests, simulation and hosts
+that persist elsewhere.  It keeps the SQL store's semantics method for method (the
+shared contract tests run against both): insert-if-absent answers, ledger ids that only
+grow, entry records and markers that must name a ledger row, seats and decisions with
+the same natural keys.
+
+Thread-safe: one re-entrant lock guards everything, and a `unit()` holds it from start
+to end, so other threads wait for the unit as they would for SQLite's write lock.  A
+unit that raises is undone from an undo log (each write pushes its inverse), so a unit
+costs nothing in proportion to the size of the store; a nested unit that raises is
+undone back to where it started (a savepoint) and the outer unit goes on.  Ids are never
+handed out twice, even when the unit that took them is undone.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from interlock.runtime.store import (
+    Decision,
+    EntryRecord,
+    LedgerRow,
+    Marker,
+    MarkerState,
+    MoveResult,
+    Participant,
+    QueuedRun,
+    TaskState,
+)
+
+from ._common import (
+    attempted_text,
+    attempted_value,
+    check_decider,
+    check_route,
+    check_seat_task,
+    check_state,
+    clean_id,
+    exists_error,
+    failed_text,
+    failed_value,
+    is_arrival,
+    no_ledger_row_error,
+    payload_text,
+    payload_value,
+    steps_tuple,
+)
+
+__all__ = ["MemoryStore"]
+
+K = TypeVar("K")
+V = TypeVar("V")
+_MISSING: Any = object()
+
+SeatKey = tuple[str, str, str, str]  # (task_id, step_id, role, agent)
+DeciderKey = tuple[str, str, str, str, str]  # (task_id, step_id, decider_type, decider_id, role)
+
+
+class MemoryStore:
+    """The `interlock.runtime.store.Store` protocol in process memory (non-durable)."""
+
+    durable: bool = False
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._undo: list[Callable[[], object]] | None = None  # set while a unit is open
+        # One id sequence per table; never rolled back, so no id is handed out twice.
+        self._ledger_ids = itertools.count(1)
+        self._seat_ids = itertools.count(1)
+        self._decision_ids = itertools.count(1)
+        self._tasks: dict[str, TaskState] = {}
+        self._ledger: dict[int, LedgerRow] = {}
+        self._ledger_by_task: dict[str, list[LedgerRow]] = {}
+        self._unrecorded: dict[int, LedgerRow] = {}  # rows naming a destination, no entry record yet
+        self._entries: dict[int, EntryRecord] = {}
+        self._markers: dict[int, dict[int, Marker]] = {}
+        self._operations: dict[str, tuple[str | None, str | None]] = {}
+        self._runs: dict[str, QueuedRun] = {}
+        self._runs_by_task: dict[str, list[QueuedRun]] = {}
+        self._seats: dict[SeatKey, Participant] = {}
+        self._seats_by_task: dict[str, dict[SeatKey, Participant]] = {}
+        self._active: dict[DeciderKey, Decision] = {}
+        self._active_by_step: dict[tuple[str, str], dict[int, Decision]] = {}
+
+    # ---- transactions ---------------------------------------------------------------------------
+    @contextmanager
+    def unit(self) -> Iterator[MemoryStore]:
+        """Calls on the yielded store (this store) commit together or not at all."""
+        with self._lock:
+            outer = self._undo is None
+            if self._undo is None:
+                self._undo = []
+            mark = len(self._undo)
+            try:
+                yield self
+            except BaseException:
+                self._rollback(mark)
+                raise
+            finally:
+                if outer:
+                    self._undo = None
+
+    def _rollback(self, mark: int) -> None:
+        undo = self._undo
+        assert undo is not None
+        while len(undo) > mark:
+            undo.pop()()
+
+    def _push(self, inverse: Callable[[], object]) -> None:
+        if self._undo is not None:
+            self._undo.append(inverse)
+
+    def _put(self, table: dict[K, V], key: K, value: V) -> None:
+        old = table.get(key, _MISSING)
+        table[key] = value
+        self._push(lambda: _restore(table, key, old))
+
+    def _pop(self, table: dict[K, V], key: K) -> None:
+        old = table.pop(key, _MISSING)
+        if old is not _MISSING:
+            self._push(lambda: _restore(table, key, old))
+
+    def _append(self, index: dict[K, list[V]], key: K, value: V) -> None:
+        rows = index.get(key)
+        if rows is None:
+            rows = index[key] = []
+        rows.append(value)
+        self._push(rows.pop)
+
+    # ---- tasks and the ledger -------------------------------------------------------------------
+    def get_task(self, task_id: str) -> TaskState | None:
+        with self._lock:
+            return self._tasks.get(task_id)
+
+    def put_task(self, task: TaskState) -> None:
+        """Insert or replace a task as pre-existing state: no ledger row, no arrival."""
+        with self._lock:
+            self._put(self._tasks, task.id, _clean_task(task))
+
+    def create_task(self, task: TaskState, *, actor_kind: str = "system", actor_id: str | None = None,
+                    session_id: str | None = None) -> MoveResult:
+        """Insert a new task and write its genesis ledger row when it has a step (`StoreError` if it exists)."""
+        task = _clean_task(task)
+        with self._lock:
+            if task.id in self._tasks:
+                raise exists_error(task.id)
+            self._put(self._tasks, task.id, task)
+            if task.step_id is None:
+                return MoveResult("same_step", None, task)
+            row = self._write_ledger(task.id, None, None, task.workflow_id, task.step_id, "creation",
+                                     actor_kind, actor_id, session_id)
+            return MoveResult("moved", row, task)
+
+    def move_task(self, task_id: str, to_workflow_id: str | None, to_step_id: str | None, *, route: str,
+                  actor_kind: str = "system", actor_id: str | None = None, session_id: str | None = None,
+                  expected_step_id: str | None = None, operation_id: str | None = None,
+                  operation_trigger: str | None = None) -> MoveResult:
+        """Change a task's step and write the ledger row in one step (see the protocol)."""
+        check_route(route)
+        to_wf, to_step = clean_id(to_workflow_id), clean_id(to_step_id)
+        with self._lock:
+            task = self._tasks.get(task_id)
+            if task is None:
+                return MoveResult("unknown_task")
+            if expected_step_id is not None and task.step_id != expected_step_id:
+                return MoveResult("cas_lost", None, task)
+            row = None
+            if (task.workflow_id, task.step_id) != (to_wf, to_step):
+                moved = replace(task, workflow_id=to_wf, step_id=to_step)
+                self._put(self._tasks, task_id, moved)
+                if is_arrival(task.workflow_id, task.step_id, to_wf, to_step):
+                    row = self._write_ledger(task_id, task.workflow_id, task.step_id, to_wf, to_step, route,
+                                             actor_kind, actor_id, session_id)
+                task = moved
+            if operation_id is not None:
+                self._mark(operation_id, task_id, operation_trigger)
+            return MoveResult("moved" if row is not None else "same_step", row, task)
+
+    def _write_ledger(self, task_id: str, from_wf: str | None, from_step: str | None, to_wf: str | None,
+                      to_step: str | None, route: str, actor_kind: str, actor_id: str | None,
+                      session_id: str | None) -> LedgerRow:
+        row = LedgerRow(id=next(self._ledger_ids), task_id=task_id, from_workflow_id=from_wf,
+                        from_step_id=from_step, to_workflow_id=to_wf, to_step_id=to_step, route=route,
+                        actor_kind=actor_kind or "system", actor_id=actor_id, session_id=session_id)
+        self._put(self._ledger, row.id, row)
+        self._append(self._ledger_by_task, task_id, row)
+        if to_step is not None:
+            self._put(self._unrecorded, row.id, row)
+        return row
+
+    def ledger_row(self, ledger_id: int) -> LedgerRow | None:
+        with self._lock:
+            return self._ledger.get(ledger_id)
+
+    def ledger(self, task_id: str | None = None) -> list[LedgerRow]:
+        """Ledger rows, oldest first (all tasks, or one)."""
+        with self._lock:
+            if task_id is None:
+                return list(self._ledger.values())  # rows are only ever appended (or undone)
+            return list(self._ledger_by_task.get(task_id, ()))
+
+    def unrecorded_arrivals(self, limit: int = 1000) -> list[LedgerRow]:
+        """Ledger rows that name a destination and have no entry record, oldest first."""
+        with self._lock:
+            return heapq.nsmallest(max(limit, 0), self._unrecorded.values(), key=_by_id)
+
+    # ---- step entry -------------------------------------------------------------------------------
+    def entry_record(self, entry_id: int) -> EntryRecord | None:
+        with self._lock:
+            return self._entries.get(entry_id)
+
+    def record_entry(self, record: EntryRecord) -> bool:
+        """Insert the entry record; False if one exists already (nothing changed)."""
+        # Stored as the SQL store stores it, so both hand back equal records.
+        stored = replace(record, attempted=attempted_value(attempted_text(record.attempted)),
+                         failed=failed_value(failed_text(record.failed)))
+        with self._lock:
+            if record.entry_id not in self._ledger:
+                raise no_ledger_row_error(record.entry_id)
+            if record.entry_id in self._entries:
+                return False
+            self._put(self._entries, record.entry_id, stored)
+            self._pop(self._unrecorded, record.entry_id)
+            return True
+
+    def markers(self, entry_id: int) -> dict[int, Marker]:
+        with self._lock:
+            return dict(sorted(self._markers.get(entry_id, {}).items()))
+
+    def claim_marker(self, entry_id: int, position: int, kind: str) -> bool:
+        """Insert an `in_progress` marker; False if this position has a marker already."""
+        with self._lock:
+            if entry_id not in self._ledger:
+                raise no_ledger_row_error(entry_id)
+            markers = self._markers.get(entry_id)
+            if markers is None:
+                markers = {}
+                self._put(self._markers, entry_id, markers)
+            if position in markers:
+                return False
+            self._put(markers, position, Marker(entry_id, position, kind, "in_progress"))
+            return True
+
+    def finish_marker(self, entry_id: int, position: int, state: MarkerState, error: str | None = None) -> None:
+        """Set a marker's state (and error); a position with no marker is left alone."""
+        state = check_state(state)
+        with self._lock:
+            markers = self._markers.get(entry_id)
+            old = markers.get(position) if markers is not None else None
+            if markers is not None and old is not None:
+                self._put(markers, position, replace(old, state=state, error=error))
+
+    # ---- operations -------------------------------------------------------------------------------
+    def operation_applied(self, operation_id: str) -> bool:
+        with self._lock:
+            return operation_id in self._operations
+
+    def mark_operation(self, operation_id: str, *, task_id: str | None = None, trigger: str | None = None) -> bool:
+        """Mark applied; False if it already was."""
+        with self._lock:
+            return self._mark(operation_id, task_id, trigger)
+
+    def _mark(self, operation_id: str, task_id: str | None, trigger: str | None) -> bool:
+        if operation_id in self._operations:
+            return False
+        self._put(self._operations, operation_id, (task_id, trigger))
+        return True
+
+    # ---- runs, seats, decisions -------------------------------------------------------------------
+    def enqueue_run(self, run: QueuedRun) -> bool:
+        """Queue a run; False (and nothing written) if a run with this key exists."""
+        stored = replace(run, payload=payload_value(payload_text(run.payload)))
+        with self._lock:
+            if run.key in self._runs:
+                return False
+            self._put(self._runs, run.key, stored)
+            self._append(self._runs_by_task, run.task_id, stored)
+            return True
+
+    def runs(self, task_id: str | None = None) -> list[QueuedRun]:
+        """Queued runs in the order they were queued (all tasks, or one)."""
+        with self._lock:
+            if task_id is None:
+                return list(self._runs.values())
+            return list(self._runs_by_task.get(task_id, ()))
+
+    def add_participant(self, participant: Participant) -> None:
+        """Insert a seat, or update the one with the same (task, step, role, agent); the store assigns the id."""
+        key = (participant.task_id, participant.step_id, participant.role, participant.agent)
+        with self._lock:
+            old = self._seats.get(key)
+            seat_id = old.id if old is not None else next(self._seat_ids)
+            self._write_seat(replace(participant, id=seat_id))
+
+    def _write_seat(self, seat: Participant) -> None:
+        key = (seat.task_id, seat.step_id, seat.role, seat.agent)
+        self._put(self._seats, key, seat)
+        by_task = self._seats_by_task.get(seat.task_id)
+        if by_task is None:
+            by_task = {}
+            self._put(self._seats_by_task, seat.task_id, by_task)
+        self._put(by_task, key, seat)
+
+    def participants(self, task_id: str, workflow_steps: Iterator[str] | tuple[str, ...]) -> list[Participant]:
+        """Per-task seats at any of `workflow_steps` plus template rows of those steps, by id."""
+        steps = set(steps_tuple(workflow_steps))
+        with self._lock:
+            rows = [p for p in self._seats_by_task.get(task_id, {}).values() if p.step_id in steps]
+            if task_id != "":
+                rows.extend(p for p in self._seats_by_task.get("", {}).values() if p.step_id in steps)
+            return sorted(rows, key=_by_id)
+
+    def ensure_seat(self, task_id: str, step_id: str, role: str, agent: str,
+                    workflow_steps: tuple[str, ...]) -> bool:
+        """Write a per-task seat unless the task has a seat in `role` at any workflow step (or at `step_id`)."""
+        check_seat_task(task_id)
+        steps = {*steps_tuple(workflow_steps), step_id}
+        with self._lock:
+            for seat in self._seats_by_task.get(task_id, {}).values():
+                if seat.role == role and seat.step_id in steps:
+                    return False
+            self._write_seat(Participant(task_id=task_id, step_id=step_id, role=role, agent=agent,
+                                         decision_required=True, position=0, id=next(self._seat_ids)))
+            return True
+
+    def record_decision(self, decision: Decision) -> Decision:
+        """Store a decision, superseding the same decider's active one in that role; return it with its id."""
+        check_decider(decision)
+        key = (decision.task_id, decision.step_id, decision.decider_type, decision.decider_id, decision.role)
+        with self._lock:
+            stored = replace(decision, id=next(self._decision_ids))
+            active = self._active_by_step.get((decision.task_id, decision.step_id))
+            if active is None:
+                active = {}
+                self._put(self._active_by_step, (decision.task_id, decision.step_id), active)
+            old = self._active.get(key)
+            if old is not None:
+                self._pop(active, old.id)
+            self._put(self._active, key, stored)
+            self._put(active, stored.id, stored)
+            return stored
+
+    def decisions(self, task_id: str, step_id: str) -> list[Decision]:
+        """Active decisions for a task at a step, oldest first."""
+        with self._lock:
+            return sorted(self._active_by_step.get((task_id, step_id), {}).values(), key=_by_id)
+
+    def clear_decisions(self, task_id: str, step_id: str) -> int:
+        """Supersede every active decision of the task at the step; return how many there were."""
+        with self._lock:
+            active = self._active_by_step.get((task_id, step_id))
+            if not active:
+                return 0
+            cleared = list(active.values())
+            for d in cleared:
+                self._pop(active, d.id)
+                self._pop(self._active, (d.task_id, d.step_id, d.decider_type, d.decider_id, d.role))
+            return len(cleared)
+
+    def close(self) -> None:
+        """Nothing to release (for symmetry with `SqlStore.close`)."""
+
+
+def _restore(table: dict[K, V], key: K, old: V) -> None:
+    if old is _MISSING:
+        table.pop(key, None)
+    else:
+        table[key] = old
+
+
+def _by_id(row: LedgerRow | Participant | Decision) -> int:
+    return int(row.id)
+
+
+def _clean_task(task: TaskState) -> TaskState:
+    wf, step = clean_id(task.workflow_id), clean_id(task.step_id)
+    if (wf, step) == (task.workflow_id, task.step_id):
+        return task
+    return replace(task, workflow_id=wf, step_id=step)

@@ -1,0 +1,221 @@
+"""Migrations: replayable upgrades on SQLite and PostgreSQL, the schema check, and `open_store`'s choices."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from interlock.runtime.store import StoreError, TaskState
+from interlock.stores import SqlStore, check_schema, current_revision, head_revision, open_store, upgrade
+from interlock.stores.engine import is_memory_url, make_engine, normalise_url
+from interlock.stores.migrate import alembic_config, include_name
+from interlock.stores.schema import TABLE_NAMES, VERSION_TABLE, metadata
+
+EXPECTED_TABLES = {*TABLE_NAMES, VERSION_TABLE}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of an empty database (a new SQLite file, or a new PostgreSQL schema)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'fresh.db'}"
+    server = request.getfixturevalue("pg_server")
+    url: str = server.url_for(server.new_schema())
+    return url
+
+
+def _tables(url: str) -> set[str]:
+    engine = sa.create_engine(normalise_url(url), poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            return set(sa.inspect(conn).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_head_is_the_initial_revision() -> None:
+    assert head_revision() == "0001"
+
+
+def test_upgrade_fresh_then_again(empty_url: str) -> None:
+    assert current_revision(empty_url) is None
+    assert upgrade(empty_url) == head_revision()
+    assert _tables(empty_url) == EXPECTED_TABLES
+    assert upgrade(empty_url) == head_revision()  # replay on an up-to-date database
+    assert current_revision(empty_url) == head_revision()
+    store = open_store(empty_url, create=False)
+    try:
+        assert store.create_task(TaskState("T1", "wf", "a")).status == "moved"
+    finally:
+        store.close()  # type: ignore[attr-defined]
+
+
+def test_upgrade_over_tables_without_a_version_row(empty_url: str) -> None:
+    """ADR-0027: the initial migration adopts tables that exist already (e.g. made by `create_all`)."""
+    engine = make_engine(empty_url)
+    metadata.create_all(engine)
+    engine.dispose()
+    assert current_revision(empty_url) is None
+    assert upgrade(empty_url) == head_revision()
+    assert _tables(empty_url) == EXPECTED_TABLES
+
+
+def test_downgrade_then_upgrade(empty_url: str) -> None:
+    upgrade(empty_url)
+    engine = make_engine(empty_url)
+    try:
+        with engine.connect() as conn, conn.begin():
+            config = alembic_config()
+            config.attributes["connection"] = conn
+            command.downgrade(config, "base")
+    finally:
+        engine.dispose()
+    assert _tables(empty_url) == {VERSION_TABLE}
+    assert upgrade(empty_url) == head_revision()
+    assert _tables(empty_url) == EXPECTED_TABLES
+
+
+def test_migration_matches_the_schema_module(empty_url: str) -> None:
+    """`schema.py` (what the code uses) and `0001_initial.py` (what creates it) do not drift apart.
+
+    A host table in the same database is not interlock's business (no diff for it)."""
+    upgrade(empty_url)
+    engine = make_engine(empty_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE host_tasks (id TEXT PRIMARY KEY)")
+    try:
+        with engine.connect() as conn:
+            context = MigrationContext.configure(conn, opts={"compare_type": True, "include_name": include_name})
+            diff = compare_metadata(context, metadata)
+    finally:
+        engine.dispose()
+    assert diff == []
+
+
+def test_concurrent_upgrades_both_succeed(empty_url: str) -> None:
+    results: list[str] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(3)
+
+    def run() -> None:
+        barrier.wait()
+        try:
+            results.append(upgrade(empty_url))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and results == [head_revision()] * 3
+    assert _tables(empty_url) == EXPECTED_TABLES
+
+
+# ---- the schema check -------------------------------------------------------------------------------------
+
+
+def test_check_schema_on_an_empty_database_names_the_upgrade_command(empty_url: str) -> None:
+    engine = make_engine(empty_url)
+    try:
+        with pytest.raises(StoreError) as info:
+            check_schema(engine)
+    finally:
+        engine.dispose()
+    message = str(info.value)
+    assert "database schema is at revision none, this interlock needs 0001" in message
+    assert "run `interlock db upgrade --url " in message
+    with pytest.raises(StoreError, match="interlock db upgrade"):
+        SqlStore(empty_url)
+    with pytest.raises(StoreError, match="interlock db upgrade"):
+        open_store(empty_url, create=False)
+    assert _tables(empty_url) == set()  # neither the check nor create=False wrote anything
+
+
+def test_check_schema_on_a_newer_database(empty_url: str) -> None:
+    upgrade(empty_url)
+    engine = make_engine(empty_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"UPDATE {VERSION_TABLE} SET version_num = 'ffff9999'"))
+        with pytest.raises(StoreError, match=r"revision ffff9999, which this interlock .* does not know"):
+            check_schema(engine)
+    finally:
+        engine.dispose()
+
+
+def test_a_missing_table_is_reported_with_the_upgrade_command(empty_url: str) -> None:
+    store = SqlStore(empty_url, check=False)
+    try:
+        with pytest.raises(StoreError, match=r"interlock tables are missing .*interlock db upgrade --url"):
+            store.get_task("T1")
+    finally:
+        store.close()
+
+
+def test_messages_hide_the_password() -> None:
+    url = "postgresql://someone:s3cret@127.0.0.1:1/none"
+    with pytest.raises(StoreError) as info:
+        open_store(url)
+    assert "s3cret" not in str(info.value)
+    assert "could not open the connection" in str(info.value) or "lost" in str(info.value)
+
+
+# ---- open_store ----------------------------------------------------------------------------------------------
+
+
+def test_open_store_in_memory_migrates_and_shares_one_database() -> None:
+    store = open_store("sqlite://")
+    seen: list[TaskState | None] = []
+    store.create_task(TaskState("T1", "wf", "a"))
+    thread = threading.Thread(target=lambda: seen.append(store.get_task("T1")))
+    thread.start()
+    thread.join()
+    assert seen == [TaskState("T1", "wf", "a")]
+    store.close()  # type: ignore[attr-defined]
+
+
+def test_open_store_file_create_true_upgrades(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    store = open_store(url)
+    assert store.durable
+    assert current_revision(url) == head_revision()
+    store.close()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("given", "driver"), [
+    ("postgresql://u@h/db", "postgresql+psycopg"),
+    ("postgres://u@h/db", "postgresql+psycopg"),
+    ("postgresql+psycopg://u@h/db", "postgresql+psycopg"),
+    ("sqlite:///x.db", "sqlite"),
+])
+def test_postgresql_urls_mean_psycopg(given: str, driver: str) -> None:
+    assert normalise_url(given).drivername == driver
+
+
+@pytest.mark.parametrize(("url", "memory"), [
+    ("sqlite://", True), ("sqlite:///:memory:", True), ("sqlite:///file:x?mode=memory&uri=true", True),
+    ("sqlite:///x.db", False), ("postgresql://u@h/db", False),
+])
+def test_in_memory_urls(url: str, memory: bool) -> None:
+    assert is_memory_url(url) is memory
+
+
+def test_sqlite_file_settings(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'x.db'}")
+    try:
+        with engine.connect() as conn:
+            def pragma(name: str) -> object:
+                return conn.exec_driver_sql(f"PRAGMA {name}").scalar()
+            assert pragma("journal_mode") == "wal"
+            assert pragma("foreign_keys") == 1
+            assert pragma("busy_timeout") == 30000
+    finally:
+        engine.dispose()
