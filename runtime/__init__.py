@@ -1,1 +1,55 @@
-"""The interlock runtime: plans in, effects and records out (never imports the parser)."""
+"""The interlock runtime: a compiled plan, a store and executors in; arrivals, entry
+dispatch, trigger dispatch and records out.  It never imports the parser or the compiler.
+
+Public API (loaded lazily, so `import interlock.runtime.plan` stays cheap)::
+
+    from interlock.runtime import Runtime, ExecutorRegistry, ActionContext, ActionFailed, load_plan
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .api import Loader, Runtime
+    from .errors import (
+        ActionFailed, PayloadError, RuntimeFault, UnknownStepError, UnknownTaskError, UnknownTriggerError,
+        UnknownWorkflowError,
+    )
+    from .executors import ActionContext, Directory, Effect, Executor, ExecutorRegistry, StaticDirectory
+    from .plan import Plan, PlanError, dump_plan, load_plan
+    from .records import Counters, ListSink, LoguruSink, Record, RecordSink
+    from .results import ArrivalResult, DecisionResult, DispatchResult, EntryResult, FireResult, RecoverResult
+    from .store import Store, StoreError, TaskState
+
+__all__ = [
+    "ActionContext", "ActionFailed", "ArrivalResult", "Counters", "DecisionResult", "Directory", "DispatchResult",
+    "Effect", "EntryResult", "Executor", "ExecutorRegistry", "FireResult", "ListSink", "Loader", "LoguruSink",
+    "PayloadError", "Plan", "PlanError", "Record", "RecordSink", "RecoverResult", "Runtime", "RuntimeFault",
+    "StaticDirectory", "Store", "StoreError", "TaskState", "UnknownStepError", "UnknownTaskError",
+    "UnknownTriggerError", "UnknownWorkflowError", "dump_plan", "load_plan",
+]
+
+_WHERE = {
+    "Runtime": "api", "Loader": "api",
+    "ActionFailed": "errors", "PayloadError": "errors", "RuntimeFault": "errors", "UnknownStepError": "errors",
+    "UnknownTaskError": "errors", "UnknownTriggerError": "errors", "UnknownWorkflowError": "errors",
+    "ActionContext": "executors", "Directory": "executors", "Effect": "executors", "Executor": "executors",
+    "ExecutorRegistry": "executors", "StaticDirectory": "executors",
+    "Plan": "plan", "PlanError": "plan", "dump_plan": "plan", "load_plan": "plan",
+    "Counters": "records", "ListSink": "records", "LoguruSink": "records", "Record": "records",
+    "RecordSink": "records",
+    "ArrivalResult": "results", "DecisionResult": "results", "DispatchResult": "results", "EntryResult": "results",
+    "FireResult": "results", "RecoverResult": "results",
+    "Store": "store", "StoreError": "store", "TaskState": "store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'interlock.runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

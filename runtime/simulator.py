@@ -18,6 +18,7 @@ from typing import Any
 from .api import Runtime
 from .errors import ActionFailed, RuntimeFault
 from .executors import ActionContext, Effect, ExecutorRegistry, StaticDirectory
+from .loaders import task_record
 from .plan import Plan
 from .records import Record
 from .scenario import ExecutorFault, Scenario, ScenarioError
@@ -148,9 +149,7 @@ class _Sim:
                 return None
             other = next((sid for sid, s in sessions.items() if s.task == row.id and sid != event.get("session_id")
                           and s.state in WORKING_STATES), "")
-            return {"id": row.id, "workflow_id": row.workflow_id or "", "workflow_step_id": row.step_id or "",
-                    "description": row.description, "is_from_office": row.is_from_office,
-                    "is_ephemeral": row.is_ephemeral, "archived": row.archived, "other_working_session": other}
+            return task_record(row, other)
 
         return {"session": session, "task": task}
 

@@ -45,3 +45,28 @@ def test_documented_check_flags_exist() -> None:
     options = {opt for action in check._actions for opt in action.option_strings}
     for flag in ("--format", "-W", "-q", "--stdin-filename"):
         assert flag in options
+
+
+PYTHON_SNIPPETS = re.findall(r"```python\n(.*?)```", TEXT, re.S)
+
+
+def test_embedding_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's complete embedding example runs as written (from a folder holding `examples/`)."""
+    import shutil
+
+    assert PYTHON_SNIPPETS, "the README shows how to embed the runtime"
+    shutil.copytree(README.parent / "examples", tmp_path / "examples")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {"__name__": "readme_example"}
+    exec(compile(PYTHON_SNIPPETS[0], "README.md", "exec"), namespace)
+    out = capsys.readouterr().out
+    assert "'entries_dispatched': 3" in out  # creation, review, approval
+    store = namespace["store"]
+    runs = store.runs("T1")  # type: ignore[attr-defined]
+    # the CEO is cast as reviewer; as approver the runner is (the CEO holds a seat already)
+    assert [(r.agent, r.reason) for r in runs] == [("ceo-1", "review_started"), ("coder", "approval_started")]
+    assert store.get_task("T1").step_id == "approval"  # type: ignore[attr-defined]
+    close = getattr(store, "close", None)
+    if close:
+        close()
