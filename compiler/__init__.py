@@ -10,11 +10,11 @@ from __future__ import annotations
 import gc
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from interlock.dsl import Diagnostic, Limits, SourceFile
 from interlock.dsl.diagnostics import sort_key
 from interlock.dsl.parser import DEFAULT_LIMITS, decode, read_limited
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from interlock.runtime.plan import Plan

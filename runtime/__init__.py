@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .api import Loader, Runtime
     from .errors import (
-        ActionFailed, PayloadError, RuntimeFault, UnknownStepError, UnknownTaskError, UnknownTriggerError,
+        ActionFailed,
+        PayloadError,
+        RuntimeFault,
+        UnknownStepError,
+        UnknownTaskError,
+        UnknownTriggerError,
         UnknownWorkflowError,
     )
     from .executors import ActionContext, Directory, Effect, Executor, ExecutorRegistry, StaticDirectory
