@@ -28,7 +28,7 @@ def parse_source(source: SourceFile, limits: Limits = DEFAULT_LIMITS) -> tuple[i
     tree, diagnostics = parse_tree(source, limits)
     if tree is None:
         return None, diagnostics
-    module, lowered = lower_tree(tree, source)
+    module, lowered = lower_tree(tree, source, limits.max_depth)
     return module, diagnostics + lowered
 
 

@@ -102,7 +102,7 @@ class _Lower(Transformer[Token, Any]):
     def intlit(self, tok: Token) -> ir.IntLit:
         text = str(tok)
         digits = text.lstrip("-").lstrip("0") or "0"
-        value = int(digits) if len(digits) <= 19 else _INT_MAX + 1
+        value = int(digits) if len(digits) <= 19 else _INT_MAX * 2  # too long: out of range either way
         if text.startswith("-"):
             value = -value
         if not _INT_MIN <= value <= _INT_MAX:

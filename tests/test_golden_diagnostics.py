@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from interlock.compiler import CompileResult, compile_path
 from interlock.dsl import Limits
 from interlock.dsl.diagnostics import CODES

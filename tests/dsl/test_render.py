@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from interlock.dsl.diagnostics import CODES, Diagnostic, Severity, label, make
 from interlock.dsl.render import (
     Summary,

@@ -9,6 +9,7 @@ from typing import Literal
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from interlock.runtime.quorum import APPROVE_STYLE, REASONS, QuorumResult, evaluate, seats
 from interlock.runtime.store import Decision, Participant
 

@@ -1,0 +1,305 @@
+"""An IR `Module` in, canonical `.wf` source text out (parsing that text gives back the same IR, spans aside).
+
+The layout is fixed: two-space indentation, one declaration item (field, entry clause,
+step attribute, handler action, dispatch item, payload assignment) per line, a blank
+line around every block declaration, and only the parentheses that precedence needs.
+Comments and the original order of step flags, settings and handlers are not kept: the
+IR does not hold them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from . import ir
+
+__all__ = ["format_module", "format_value", "format_expr", "quote"]
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_SIMPLE_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+# Words the grammar spells as literals.  A map key spelled like one is quoted so that it
+# can never be read as the keyword, whatever the parser state.
+_KEYWORDS = frozenset({
+    "use", "trigger", "role", "session", "task", "transition", "on", "record", "entry", "exclude",
+    "dispatch", "workflow", "hidden", "step", "start", "manual_move", "terminal", "position",
+    "wip_limit", "stage", "pull_from", "prompt", "when", "quorum", "requires_approval", "true", "false",
+    "event", "skip", "load", "missing", "error", "operation", "payload", "silent", "debug", "info",
+    "warning", "or", "and", "not",
+})
+_INDENT = "  "
+
+# Binding strength of each expression form: or < and < not < ==/!= < ?? < atom.
+_OR, _AND, _NOT, _CMP, _COALESCE, _ATOM = 1, 2, 3, 4, 5, 6
+_BINARY_PREC = {"or": _OR, "and": _AND, "==": _CMP, "!=": _CMP, "??": _COALESCE}
+# (minimum strength of the left operand, of the right operand) written without parentheses.
+# `==`/`!=` take one comparison at most, so neither side may itself be a comparison.
+_OPERAND_PREC = {_OR: (_OR, _AND), _AND: (_AND, _NOT), _CMP: (_COALESCE, _COALESCE),
+                 _COALESCE: (_COALESCE, _ATOM)}
+
+
+def _escape_char(c: str) -> str:
+    simple = _SIMPLE_ESCAPES.get(c)
+    if simple is not None:
+        return simple
+    code = ord(c)
+    # \uXXXX covers the BMP only; astral characters are written as themselves.
+    if code <= 0xFFFF and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+        return f"\\u{code:04x}"
+    return c
+
+
+def quote(text: str) -> str:
+    """`text` as a `.wf` string literal, escaped so that the lexer reads back exactly `text`."""
+    return '"' + "".join(_escape_char(c) for c in text) + '"'
+
+
+def _key(text: str) -> str:
+    if _NAME.fullmatch(text) and text not in _KEYWORDS:
+        return text
+    return quote(text)
+
+
+def _ids(idents: Iterable[ir.Ident]) -> str:
+    return ", ".join(i.name for i in idents)
+
+
+# ---- values ------------------------------------------------------------------------------
+
+
+def format_value(value: ir.Value) -> str:
+    """One value (argument, default, list item, map value) as source text."""
+    if isinstance(value, ir.StrLit):
+        return quote(value.value)
+    if isinstance(value, ir.BoolLit):
+        return "true" if value.value else "false"
+    if isinstance(value, ir.IntLit):
+        return str(value.value)
+    if isinstance(value, ir.NameValue):
+        return value.dotted
+    if isinstance(value, ir.CallValue):
+        return f"{value.name.dotted}({', '.join(format_value(a) for a in value.args)})"
+    if isinstance(value, ir.ListValue):
+        return f"[{', '.join(format_value(v) for v in value.items)}]"
+    if isinstance(value, ir.MapValue):
+        return "{" + ", ".join(f"{_key(e.key)}: {format_value(e.value)}" for e in value.entries) + "}"
+    raise TypeError(f"not a value node: {type(value).__name__}")
+
+
+# ---- expressions ---------------------------------------------------------------------------
+
+
+def _prec(expr: ir.Expr) -> int:
+    if isinstance(expr, ir.BinaryExpr):
+        return _BINARY_PREC[expr.op]
+    if isinstance(expr, ir.NotExpr):
+        return _NOT
+    return _ATOM
+
+
+def _atom(expr: ir.Expr) -> str:
+    if isinstance(expr, ir.PathExpr):
+        return expr.dotted
+    if isinstance(expr, ir.StrLit):
+        return quote(expr.value)
+    if isinstance(expr, ir.BoolLit):
+        return "true" if expr.value else "false"
+    if isinstance(expr, ir.IntLit):
+        return str(expr.value)
+    raise TypeError(f"not an expression node: {type(expr).__name__}")
+
+
+def _expr(expr: ir.Expr, min_prec: int) -> str:
+    prec = _prec(expr)
+    if prec == _ATOM:
+        text = _atom(expr)
+    elif isinstance(expr, ir.NotExpr):
+        text = "not " + _expr(expr.operand, _NOT)
+    else:
+        assert isinstance(expr, ir.BinaryExpr)
+        # Walk a left-associative chain of one operator iteratively: lowering builds
+        # `a ?? b ?? … ?? z` as a left spine as long as the source line.
+        rights: list[ir.Expr] = []
+        node: ir.Expr = expr
+        while isinstance(node, ir.BinaryExpr) and node.op == expr.op and prec != _CMP:
+            rights.append(node.right)
+            node = node.left
+        if not rights:
+            rights.append(expr.right)
+            node = expr.left
+        left_min, right_min = _OPERAND_PREC[prec]
+        parts = [_expr(node, left_min)]
+        parts.extend(f"{expr.op} {_expr(r, right_min)}" for r in reversed(rights))
+        text = " ".join(parts)
+    return f"({text})" if prec < min_prec else text
+
+
+def format_expr(expr: ir.Expr) -> str:
+    """One dispatch-sequence expression, with only the parentheses precedence needs."""
+    return _expr(expr, _OR)
+
+
+# ---- declarations --------------------------------------------------------------------------
+
+
+def _type(t: ir.TypeRef) -> str:
+    inner = f"{t.name}[{_type(t.arg)}]" if t.arg is not None else t.name
+    return inner + ("?" if t.optional else "")
+
+
+def _params(params: tuple[ir.Param, ...]) -> str:
+    out = []
+    for p in params:
+        text = f"{p.name.name}: {_type(p.type)}"
+        if p.default is not None:
+            text += f" = {format_value(p.default)}"
+        out.append(text)
+    return "(" + ", ".join(out) + ")"
+
+
+def _block(head: str, body: list[str], depth: int) -> list[str]:
+    pad = _INDENT * depth
+    if not body:
+        return [f"{pad}{head} {{}}"]
+    return [f"{pad}{head} {{", *body, f"{pad}}}"]
+
+
+def _trigger(d: ir.TriggerDecl) -> list[str]:
+    text = f"trigger {d.name.name}"
+    if d.params:
+        text += f" {_params(d.params)}"
+    if d.entry:
+        text += " entry"
+    return [text]
+
+
+def _action_kind(d: ir.ActionKindDecl) -> list[str]:
+    text = f"{d.action_class} {d.name.name}"
+    if d.params:
+        text += _params(d.params)
+    if d.triggers is not None:
+        text += f" on {_ids(d.triggers)}"
+    return [text]
+
+
+def _record(d: ir.RecordDecl) -> list[str]:
+    body = [f"{_INDENT}{f.name.name}: {_type(f.type)}" for f in d.fields]
+    return _block(f"record {d.name.name}", body, 0)
+
+
+def _entry(d: ir.EntryDecl) -> list[str]:
+    body = [f"{_INDENT}{c.mode} {_ids(c.kinds)}" for c in d.clauses]
+    return _block("entry", body, 0)
+
+
+def _titled(keyword: str, name: ir.Ident, title: ir.StrLit | None) -> str:
+    return f"{keyword} {name.name}" + ("" if title is None else f" {quote(title.value)}")
+
+
+def _setting(s: ir.StepSetting) -> str:
+    v = s.value
+    if isinstance(v, ir.IntLit):
+        text = str(v.value)
+    elif isinstance(v, ir.StrLit):
+        text = quote(v.value)
+    else:
+        text = v.name
+    return f"{s.name} {text}"
+
+
+def _action(a: ir.ActionCall) -> str:
+    text = a.name.name
+    if a.has_parens or a.args:
+        args = (f"{x.name.name}: {format_value(x.value)}" if x.name is not None else format_value(x.value)
+                for x in a.args)
+        text += "(" + ", ".join(args) + ")"
+    if a.guard is not None:
+        th = a.guard.threshold
+        count = "" if th.count is None else f"({th.count.value})"
+        text += f" when quorum({a.guard.role.name}, {th.name.name}{count})"
+    if a.requires_approval is not None:
+        text += " requires_approval"
+    return text
+
+
+def _step(s: ir.StepDecl, depth: int) -> list[str]:
+    pad = _INDENT * (depth + 1)
+    body = [f"{pad}{f.name}" for f in s.flags]
+    body += [f"{pad}{_setting(x)}" for x in s.settings]
+    for h in s.handlers:
+        actions = [f"{pad}{_INDENT}{_action(a)}" for a in h.actions]
+        body += _block(f"on {h.trigger.name}", actions, depth + 1)
+    return _block(_titled("step", s.name, s.title), body, depth)
+
+
+def _workflow(d: ir.WorkflowDecl) -> list[str]:
+    body = [f"{_INDENT}hidden"] if d.hidden else []
+    for i, s in enumerate(d.steps):
+        if i or body:
+            body.append("")
+        body += _step(s, 1)
+    return _block(_titled("workflow", d.name, d.title), body, 0)
+
+
+def _guard_tail(name: ir.Ident, level: str, message: ir.StrLit | None) -> str:
+    return f"skip {name.name} {level}" + ("" if message is None else f" {quote(message.value)}")
+
+
+def _dispatch_item(item: ir.DispatchItem) -> list[str]:
+    pad = _INDENT
+    if isinstance(item, ir.EventItem):
+        return [f"{pad}event {item.record.name}"]
+    if isinstance(item, ir.SkipItem):
+        return [f"{pad}{_guard_tail(item.name, item.level, item.message)} when {format_expr(item.condition)}"]
+    if isinstance(item, ir.LoadItem):
+        cases = [f"{pad}{_INDENT}{', '.join(c.outcomes)} -> {_guard_tail(c.guard, c.level, c.message)}"
+                 for c in item.cases]
+        args = ", ".join(format_expr(a) for a in item.args)
+        return _block(f"load {item.name.name} = {item.loader.name}({args})", cases, 1)
+    if isinstance(item, ir.OperationItem):
+        when = "" if item.condition is None else f" when {format_expr(item.condition)}"
+        return [f"{pad}operation {quote(item.template.value)}{when}"]
+    if isinstance(item, ir.PayloadItem):
+        body = [f"{pad}{_INDENT}{a.name.name} = {format_expr(a.value)}" for a in item.assignments]
+        return _block("payload", body, 1)
+    raise TypeError(f"not a dispatch item: {type(item).__name__}")
+
+
+def _dispatch(d: ir.DispatchDecl) -> list[str]:
+    body = [line for item in d.items for line in _dispatch_item(item)]
+    return _block(f"dispatch {d.name.name} on {d.trigger.name}", body, 0)
+
+
+def _decl(d: ir.Decl) -> list[str]:
+    if isinstance(d, ir.UseDecl):
+        return [f"use {d.name.name}"]
+    if isinstance(d, ir.TriggerDecl):
+        return _trigger(d)
+    if isinstance(d, ir.RoleDecl):
+        return [f"role {_ids(d.names)}"]
+    if isinstance(d, ir.ActionKindDecl):
+        return _action_kind(d)
+    if isinstance(d, ir.RecordDecl):
+        return _record(d)
+    if isinstance(d, ir.EntryDecl):
+        return _entry(d)
+    if isinstance(d, ir.WorkflowDecl):
+        return _workflow(d)
+    if isinstance(d, ir.DispatchDecl):
+        return _dispatch(d)
+    raise TypeError(f"not a declaration: {type(d).__name__}")
+
+
+def format_module(module: ir.Module) -> str:
+    """The canonical `.wf` text of `module`: one declaration after another, ending in a newline."""
+    lines: list[str] = []
+    previous: str | None = None
+    for d in module.decls:
+        chunk = _decl(d)
+        # One-line declarations of one kind stay together; anything else gets a blank line.
+        if previous is not None and (len(chunk) > 1 or previous != d.kind):
+            lines.append("")
+        lines += chunk
+        previous = d.kind if len(chunk) == 1 else "block"
+    return "\n".join(lines) + "\n" if lines else ""
