@@ -9,8 +9,9 @@ store.  The runtime holds no lock while an executor runs, so executors may call 
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
+import contextvars
+import json
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -28,7 +29,19 @@ from .errors import (
 )
 from .executors import ActionContext, Directory, Effect, ExecutorRegistry, StaticDirectory
 from .expr import evaluate, lookup
-from .plan import LoadStep, Plan, PlanAction, PlanSequence, PlanStep, PlanWorkflow, SkipStep
+from .plan import (
+    BinX,
+    LoadStep,
+    NotX,
+    PathX,
+    Plan,
+    PlanAction,
+    PlanExpr,
+    PlanSequence,
+    PlanStep,
+    PlanWorkflow,
+    SkipStep,
+)
 from .quorum import evaluate as evaluate_quorum
 from .records import MESSAGES, Counters, Level, LoguruSink, Record, RecordSink
 from .results import ArrivalResult, DecisionResult, DispatchResult, EntryResult, FireResult, RecoverResult
@@ -38,16 +51,37 @@ __all__ = ["Runtime", "Loader"]
 
 Loader = Callable[[Any, Mapping[str, Any]], "Mapping[str, Any] | None"]
 
-_SHARED_POOL: concurrent.futures.ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
 
 
-def _pool() -> concurrent.futures.ThreadPoolExecutor:
-    global _SHARED_POOL
-    with _POOL_LOCK:
-        if _SHARED_POOL is None:
-            _SHARED_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="interlock-exec")
-        return _SHARED_POOL
+def _call_with_timeout(fn: Callable[..., Any], args: Mapping[str, Any], ctx: ActionContext, timeout: float) -> Any:
+    """Run `fn(args, ctx)` on a thread of its own and wait at most `timeout` seconds.
+
+    One thread per call, not a bounded pool: a hung executor (which Python cannot kill)
+    keeps only its own thread, so it never starves the executors after it, and an
+    executor that calls back into the runtime never waits for a worker held by itself."""
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            outcome["result"] = fn(args, ctx)
+        except BaseException as exc:  # handed to the caller below
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(target,), name="interlock-exec", daemon=True).start()
+    if not done.wait(timeout):
+        raise _Failure(f"executor timed out after {timeout:g}s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
+
+
+IN_PROGRESS = "not run: its marker is in progress (another delivery is running it, or one was interrupted)"
+"""The failure an entry records for a position whose marker was claimed but never finished: the position
+is not run again (RUNTIME.md §1: only positions without a marker run), and its outcome is unknown."""
 
 
 class _Failure(Exception):
@@ -99,6 +133,7 @@ class Runtime:
         self._triggers = {t.name: t for t in plan.triggers}
         self._kinds = {k.name: k for k in plan.kinds}
         self._sequences = {s.name: s for s in plan.sequences}
+        self._records = {r.name: r.fields for r in plan.records}
         self._entry_trigger = plan.entry_policy.trigger
 
     # ---- records -------------------------------------------------------------------------------
@@ -145,7 +180,12 @@ class Runtime:
         if self.store.get_task(task_id) is not None:
             raise RuntimeFault(f"task `{task_id}` exists already")
         task = TaskState(task_id, workflow_id, step_id, description, is_from_office, is_ephemeral, False)
-        result = self.store.create_task(task, actor_kind=actor_kind, actor_id=actor_id, session_id=session_id)
+        try:
+            result = self.store.create_task(task, actor_kind=actor_kind, actor_id=actor_id, session_id=session_id)
+        except StoreError:
+            if self.store.get_task(task_id) is not None:  # a concurrent creation won: a refusal, not a store fault
+                raise RuntimeFault(f"task `{task_id}` exists already") from None
+            raise
         return self._after_move(result.ledger, task_id, None, session_id)
 
     def move(self, task_id: str, to_step: str, *, route: str = "manual_move", session_id: str | None = None,
@@ -220,7 +260,8 @@ class Runtime:
         try:
             if self.store.entry_record(row.id) is not None:
                 self.counters.add("redeliveries_discarded")
-                self.emit("redelivery_discarded", "info", task=row.task_id, entry_id=row.id, step=row.to_step_id)
+                self.emit("redelivery_discarded", "info", task=row.task_id, entry_id=row.id, step=row.to_step_id,
+                          session=row.session_id)
                 return EntryResult(row.id, "redelivery")
             step = self._steps.get((row.to_workflow_id, row.to_step_id))
             if step is None:
@@ -230,11 +271,15 @@ class Runtime:
                 record = EntryRecord(row.id, row.task_id, row.to_workflow_id, row.to_step_id, (),
                                      ((row.to_step_id, reason),))
                 self.store.record_entry(record)
+                self.counters.add("entries_dispatched")
+                self.emit("entry", "info", task=row.task_id, step=row.to_step_id, entry_id=row.id, attempted=[],
+                          failed=[{"kind": k, "error": e} for k, e in record.failed], workflow=row.to_workflow_id,
+                          session=row.session_id)
                 return EntryResult(row.id, "dispatched", (), record.failed)
             task = self.store.get_task(row.task_id) or TaskState(row.task_id, row.to_workflow_id, row.to_step_id)
             if session_live and step.entry_inline:
                 self.emit("inline", "debug", task=row.task_id, step=step.id, kinds=list(step.entry_inline),
-                          entry_id=row.id)
+                          entry_id=row.id, session=row.session_id)
             markers = self.store.markers(row.id)
             attempted: list[str] = []
             failed: list[tuple[str, str]] = []
@@ -244,14 +289,20 @@ class Runtime:
                 if error is not None:
                     failed.append((action.kind, error))
             record = EntryRecord(row.id, row.task_id, row.to_workflow_id, step.id, tuple(attempted), tuple(failed))
-            self.store.record_entry(record)
+            if not self.store.record_entry(record):
+                # another delivery of this entry recorded it meanwhile: it is the one dispatch of the row
+                self.counters.add("redeliveries_discarded")
+                self.emit("redelivery_discarded", "info", task=row.task_id, entry_id=row.id, step=row.to_step_id,
+                          session=row.session_id)
+                return EntryResult(row.id, "redelivery")
         except StoreError as exc:
             self.emit("error", "error", "entry dispatch interrupted: the store failed; `recover` will finish it",
                       task=row.task_id, session=row.session_id, entry_id=row.id, message=str(exc))
             return EntryResult(row.id, "incomplete")
         self.counters.add("entries_dispatched")
         self.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=attempted,
-                  failed=[{"kind": k, "error": e} for k, e in failed], workflow=row.to_workflow_id)
+                  failed=[{"kind": k, "error": e} for k, e in failed], workflow=row.to_workflow_id,
+                  session=row.session_id)
         return EntryResult(row.id, "dispatched", tuple(attempted), tuple(failed))
 
     def _context(self, action: PlanAction, task: TaskState, workflow_id: str, step_id: str, trigger: str, *,
@@ -270,6 +321,8 @@ class Runtime:
             return None
         if marker is not None and marker.state == "failed":
             return str(marker.error or "failed")
+        if marker is not None:  # in_progress: claimed by a delivery still running it, or one a crash cut short
+            return IN_PROGRESS
         assert row.to_workflow_id is not None
         kind = action.kind
         key = f"entry:{row.id}:{action.position}:{kind}"
@@ -282,6 +335,9 @@ class Runtime:
         ctx = self._context(action, task, row.to_workflow_id, step.id, self._entry_trigger, entry_id=row.id,
                             session_id=row.session_id, key=key)
         effects: Sequence[Effect] = ()
+        # Whether this position's marker exists when a failure is recorded: a pre-existing marker, or
+        # the one a host executor's call claimed outside any unit (a unit's claim is undone with it).
+        held = marker is not None
         try:
             if self.executors.is_transactional(kind):
                 with self.store.unit() as tx:
@@ -290,24 +346,26 @@ class Runtime:
                     effects = fn(action.args, replace(ctx, store=tx)) or ()
                     tx.finish_marker(row.id, action.position, "done")
             else:
-                if marker is None and not self.store.claim_marker(row.id, action.position, kind):
-                    return None
+                if marker is None:
+                    if not self.store.claim_marker(row.id, action.position, kind):
+                        return None
+                    held = True
                 effects = self._call(fn, action.args, ctx)
                 self.store.finish_marker(row.id, action.position, "done")
         except _Failure as failure:
             self._record_failure(failure, task.id, row.session_id, kind)
-            self._mark_failed(row.id, action.position, kind, failure.message, had_marker=marker is not None)
+            self._mark_failed(row.id, action.position, kind, failure.message, had_marker=held)
             return failure.message
         except ActionFailed as exc:
             self._record_failure(_Failure(str(exc)), task.id, row.session_id, kind)
-            self._mark_failed(row.id, action.position, kind, str(exc), had_marker=marker is not None)
+            self._mark_failed(row.id, action.position, kind, str(exc), had_marker=held)
             return str(exc)
         except StoreError:
             raise
         except Exception as exc:  # an executor fault inside the unit
             fault = _Failure(f"{type(exc).__name__}: {exc}", panic=True)
             self._record_failure(fault, task.id, row.session_id, kind)
-            self._mark_failed(row.id, action.position, kind, fault.message, had_marker=marker is not None)
+            self._mark_failed(row.id, action.position, kind, fault.message, had_marker=held)
             return fault.message
         self._emit_effects(effects, kind, task.id, step.id, entry_id=row.id)
         return None
@@ -334,11 +392,7 @@ class Runtime:
             if self.executor_timeout is None:
                 result = fn(args, ctx)
             else:
-                future = _pool().submit(fn, args, ctx)
-                try:
-                    result = future.result(timeout=self.executor_timeout)
-                except concurrent.futures.TimeoutError:
-                    raise _Failure(f"executor timed out after {self.executor_timeout:g}s") from None
+                result = _call_with_timeout(fn, args, ctx, self.executor_timeout)
         except (_Failure, StoreError):
             raise
         except ActionFailed as exc:
@@ -353,8 +407,10 @@ class Runtime:
 
     def _warn_missing(self, workflow_id: str, step_id: str, kind: str, task_id: str, session_id: str | None) -> None:
         self.counters.add("missing_executors")
+        step = self._steps.get((workflow_id, step_id))
         self.emit("warning", "warning", "no executor registered for action kind", code="no_executor",
-                  workflow=workflow_id, step=step_id, kind=kind, task=task_id, session=session_id)
+                  workflow=workflow_id, step=step_id, step_title=step.title if step else None, kind=kind,
+                  task=task_id, session=session_id)
 
     # ---- other triggers: abort-on-first -------------------------------------------------------------
     def fire(self, trigger: str, task_id: str, *, session_id: str | None = None,
@@ -369,15 +425,65 @@ class Runtime:
             raise UnknownTriggerError(f"unknown trigger `{trigger}` (known: {', '.join(self._triggers)})")
         if trigger == self._entry_trigger:
             raise RuntimeFault(f"`{trigger}` is the entry trigger: arrivals dispatch it (use move())")
+        if payload is not None and not isinstance(payload, Mapping):
+            raise PayloadError(f"`{trigger}`'s payload is a mapping of field to value, not {type(payload).__name__}")
         given = dict(payload or {})
         names = {p.name for p in trig.params}
         extra = sorted(set(given) - names)
         if extra:
             raise PayloadError(f"`{trigger}` has no payload field {', '.join(f'`{e}`' for e in extra)} "
                                f"(fields: {', '.join(sorted(names)) or 'none'})")
+        missing = [p.name for p in trig.params if p.required and p.name not in given]
+        if missing:
+            raise PayloadError(f"`{trigger}`'s payload lacks {', '.join(f'`{m}`' for m in missing)} "
+                               f"(fields: {', '.join(f'{p.name}: {p.type}' for p in trig.params)})")
         for p in trig.params:
-            given.setdefault(p.name, p.default)
+            if p.name in given:
+                problem = self._type_problem(given[p.name], p.type)
+                if problem:
+                    raise PayloadError(f"`{trigger}`'s payload field `{p.name}` ({p.type}): {problem}")
+            else:
+                given[p.name] = p.default
+        try:
+            json.dumps(given)
+        except (TypeError, ValueError) as exc:
+            raise PayloadError(f"`{trigger}`'s payload is not plain JSON data: {exc}") from None
         return given
+
+    def _type_problem(self, value: Any, type_: str) -> str | None:
+        """Why `value` is not of the plan type `type_` (None: it is).  Record types are checked field by field;
+        `any` is anything; step, role, target and task references are strings."""
+        if type_.endswith("?"):
+            if value is None:
+                return None
+            type_ = type_[:-1]
+        if type_ == "any":
+            return None
+        if type_.startswith("list[") and type_.endswith("]"):
+            if not isinstance(value, (list, tuple)):
+                return f"expected a list, got {type(value).__name__}"
+            for i, item in enumerate(value):
+                problem = self._type_problem(item, type_[5:-1])
+                if problem:
+                    return f"item {i}: {problem}"
+            return None
+        if type_ == "map":
+            return None if isinstance(value, Mapping) else f"expected a mapping, got {type(value).__name__}"
+        record = self._records.get(type_)
+        if record is not None:
+            if not isinstance(value, Mapping):
+                return f"expected a `{type_}` mapping, got {type(value).__name__}"
+            for name, item in value.items():
+                if name not in record:
+                    return f"`{type_}` has no field `{name}`"
+                problem = self._type_problem(item, record[name])
+                if problem:
+                    return f"field `{name}`: {problem}"
+            return None
+        python = {"int": int, "bool": bool}.get(type_, str)
+        if (isinstance(value, bool) and python is not bool) or not isinstance(value, python):
+            return f"expected {type_}, got {type(value).__name__}"
+        return None
 
     def _fire(self, trigger: str, task_id: str, *, session_id: str | None, payload: Mapping[str, Any] | None,
               operation_id: str | None, outcome_label: Mapping[str, Any],
@@ -552,11 +658,13 @@ class Runtime:
             return DispatchResult("error", seq.name, error=message)
 
     def _skip(self, seq: PlanSequence, guard: str, level: Level, message: str | None, task_id: str,
-              session_id: str | None, label: Mapping[str, Any]) -> DispatchResult:
+              session_id: str | None, label: Mapping[str, Any], **why: Any) -> DispatchResult:
         self.counters.skip(guard)
         if level != "silent":
+            # `why`: what made the guard match (the values its condition read, or the loader's error),
+            # so a record names e.g. the blocking session (the on_agent_error seed's AC-F5)
             self.emit("skip", level, message or guard, sequence=seq.name, guard=guard, level=level,
-                      task=task_id, session=session_id)
+                      task=task_id, session=session_id, **why)
         self.emit("outcome", "silent", **label, result="skipped", guard=guard, task=task_id)
         return DispatchResult("skipped", seq.name, guard=guard)
 
@@ -566,7 +674,9 @@ class Runtime:
         for step in seq.steps:
             if isinstance(step, SkipStep):
                 if evaluate(step.when, scope):
-                    return self._skip(seq, step.guard, step.level, step.message, task_id, session_id, label)
+                    values = {".".join(p): lookup(scope, p) for p in _paths(step.when)}
+                    return self._skip(seq, step.guard, step.level, step.message, task_id, session_id, label,
+                                      values=values)
                 continue
             assert isinstance(step, LoadStep)
             loader = self.loaders.get(step.loader)
@@ -574,12 +684,14 @@ class Runtime:
             outcome = None
             if loader is None:
                 raise RuntimeFault(f"no loader registered for record `{step.loader}`")
+            why: dict[str, Any] = {}
             try:
                 loaded = loader(arg, event)
-            except Exception:
+            except Exception as exc:
                 outcome = step.on_error
                 if outcome is None:
                     raise
+                why["error"] = f"{type(exc).__name__}: {exc}"
             else:
                 if loaded is None:
                     outcome = step.on_missing
@@ -589,7 +701,7 @@ class Runtime:
                 else:
                     scope[step.name] = loaded
                     continue
-            return self._skip(seq, outcome.guard, outcome.level, outcome.message, task_id, session_id, label)
+            return self._skip(seq, outcome.guard, outcome.level, outcome.message, task_id, session_id, label, **why)
         operation_id = None
         for op in seq.operations:
             if op.when is None or evaluate(op.when, scope):
@@ -601,3 +713,21 @@ class Runtime:
         result = {"dispatched": "dispatched", "idempotent": "idempotent", "error": "error"}[fire.result]
         return DispatchResult(result, seq.name, operation_id=operation_id, payload=payload, fire=fire,  # type: ignore[arg-type]
                               error=fire.error)
+
+
+def _paths(expr: PlanExpr) -> list[tuple[str, ...]]:
+    """The field paths an expression reads, in order, each once."""
+    found: list[tuple[str, ...]] = []
+
+    def walk(e: PlanExpr) -> None:
+        if isinstance(e, PathX):
+            if e.path not in found:
+                found.append(e.path)
+        elif isinstance(e, NotX):
+            walk(e.arg)
+        elif isinstance(e, BinX):
+            walk(e.left)
+            walk(e.right)
+
+    walk(expr)
+    return found

@@ -18,7 +18,7 @@ __all__ = [
     "PLAN_VERSION", "PlanError", "SourceRef", "PlanParam", "PlanTrigger", "PlanKind", "PlanRecord",
     "PlanGuard", "PlanAction", "PlanStep", "PlanWorkflow", "EntryPolicy", "PathX", "LitX", "NotX",
     "BinX", "PlanExpr", "GuardOutcome", "SkipStep", "LoadStep", "PlanOperation", "PlanSequence",
-    "Plan", "load_plan", "dump_plan", "plan_digest",
+    "Plan", "load_plan", "dump_plan", "plan_digest", "reference_problems",
 ]
 
 PLAN_VERSION = 1
@@ -250,9 +250,59 @@ def load_plan(text: str | bytes, *, verify_digest: bool = True) -> Plan:
             raise PlanError("plan digest does not match its content: the plan was modified or truncated "
                             "after compilation; recompile it with `interlock compile`")
     try:
-        return Plan.model_validate(data)
+        plan = Plan.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()[:5])
         more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
         raise PlanError(f"plan does not match the plan schema: {problems}{more}") from None
+    unresolved = reference_problems(plan)
+    if unresolved:
+        more = f" (and {len(unresolved) - 5} more)" if len(unresolved) > 5 else ""
+        raise PlanError(f"plan references do not resolve: {'; '.join(unresolved[:5])}{more}; "
+                        "recompile the workflow with `interlock compile`")
+    return plan
+
+
+def reference_problems(plan: Plan) -> list[str]:
+    """What a schema-valid plan names but does not declare (a compiler never writes such a plan;
+    a hand-edited one given a fresh digest can).  Empty when every reference resolves."""
+    problems: list[str] = []
+    triggers = {t.name for t in plan.triggers}
+    kinds = {k.name for k in plan.kinds}
+    workflow_ids = [wf.id for wf in plan.workflows]
+    for wf_id in sorted({w for w in workflow_ids if workflow_ids.count(w) > 1}):
+        problems.append(f"workflow `{wf_id}` is declared twice")
+    if plan.entry_policy.trigger not in triggers:
+        problems.append(f"entry trigger `{plan.entry_policy.trigger}` is not a trigger of the plan")
+    for kind in (*plan.entry_policy.exclude, *plan.entry_policy.dispatch):
+        if kind not in kinds:
+            problems.append(f"entry policy kind `{kind}` is not a kind of the plan")
+    for wf in plan.workflows:
+        step_ids = [s.id for s in wf.steps]
+        for step_id in sorted({s for s in step_ids if step_ids.count(s) > 1}):
+            problems.append(f"workflow `{wf.id}`: step `{step_id}` is declared twice")
+        if wf.start_step not in step_ids:
+            problems.append(f"workflow `{wf.id}`: start step `{wf.start_step}` is not one of its steps")
+        for step in wf.steps:
+            where = f"workflow `{wf.id}`, step `{step.id}`"
+            for trigger, actions in step.handlers.items():
+                if trigger not in triggers:
+                    problems.append(f"{where}: handler for unknown trigger `{trigger}`")
+                for action in actions:
+                    if action.kind not in kinds:
+                        problems.append(f"{where}: `{trigger}` action `{action.kind}` is not a kind of the plan")
+                    if action.target_step is not None and action.target_step not in step_ids:
+                        problems.append(f"{where}: `{trigger}` transition to unknown step `{action.target_step}`")
+            for action in step.entry_dispatch:
+                if action.kind not in plan.entry_policy.dispatch:
+                    problems.append(f"{where}: entry action `{action.kind}` is not in the entry policy's dispatch list")
+            for kind in step.entry_inline:
+                if kind not in plan.entry_policy.exclude:
+                    problems.append(f"{where}: inline entry kind `{kind}` is not in the entry policy's exclude list")
+            if step.pull_from is not None and step.pull_from not in step_ids:
+                problems.append(f"{where}: pulls from unknown step `{step.pull_from}`")
+    for seq in plan.sequences:
+        if seq.trigger not in triggers:
+            problems.append(f"dispatch sequence `{seq.name}`: unknown trigger `{seq.trigger}`")
+    return problems

@@ -73,11 +73,10 @@ class LoguruSink:
         from loguru import logger
 
         fields = dict(record.fields)
-        # loguru consumers search by the names the seeds use: task_id, session_id
-        if "task" in fields:
-            fields["task_id"] = fields.pop("task")
-        if "session" in fields:
-            fields["session_id"] = fields.pop("session")
+        # loguru consumers search by the names the seeds use: task_id, session_id (always bound,
+        # None when the record concerns no task or no session)
+        fields["task_id"] = fields.pop("task", None)
+        fields["session_id"] = fields.pop("session", None)
         logger.bind(record=record.kind, **fields).log(self._LEVELS[record.level], record.message)
 
 

@@ -1,0 +1,324 @@
+"""Fixtures for the runtime behaviour tests: a store of each backend that can be reopened
+("a restart"), a compiled plan, recording host executors and a runtime built over them.
+
+Backends: `memory` (MemoryStore), `sqlite` (a SQLite file through `open_store`) and
+`postgresql` (`open_store` on a private schema of the server at `INTERLOCK_TEST_PG_URL`,
+default the local `test` database; its tables are emptied before each test).  As in
+tests/stores/conftest.py, an unreachable server skips the PostgreSQL cases, except under
+`CI=true`, where they fail.
+
+Tests get helpers through fixtures (`harness`, `backend`), never through imports: the
+suite runs in pytest's importlib mode without package `__init__` files.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from interlock.compiler import compile_source
+from interlock.dsl import SourceFile
+from interlock.runtime import ActionContext, ActionFailed, ExecutorRegistry, ListSink, Runtime, StaticDirectory
+from interlock.runtime.builtins import register_builtins
+from interlock.runtime.plan import Plan
+from interlock.runtime.records import Record
+from interlock.runtime.store import Participant, Store
+from interlock.stores import MemoryStore, open_store, upgrade
+from interlock.stores.engine import normalise_url
+from interlock.stores.schema import metadata
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+BACKENDS = ["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+# ---- plans ------------------------------------------------------------------------------------
+
+@functools.cache
+def compile_text(text: str, name: str = "t.wf") -> Plan:
+    """The plan of a `.wf` text (errors fail the test with the diagnostics)."""
+    result = compile_source(SourceFile(name, text))
+    if result.plan is None:
+        raise AssertionError("test workflow does not compile:\n" + "\n".join(str(d) for d in result.diagnostics))
+    return result.plan
+
+
+OFFICE_TEXT = (ROOT / "examples" / "office_default.wf").read_text(encoding="utf-8")
+
+
+# ---- PostgreSQL -------------------------------------------------------------------------------
+
+class _PgServer:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.admin = sa.create_engine(normalise_url(url), poolclass=sa.pool.NullPool)
+        self.schema = f"il_rt_{uuid.uuid4().hex[:12]}"
+
+    def schema_url(self) -> str:
+        u = normalise_url(self.url)
+        options = f"-csearch_path={self.schema} -csynchronous_commit=off"
+        return u.update_query_dict({"options": options}).render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="session")
+def runtime_pg_url() -> Iterator[str]:
+    """A migrated private schema for the session's PostgreSQL runtime tests (dropped at the end)."""
+    url = os.environ.get("INTERLOCK_TEST_PG_URL", DEFAULT_PG_URL)
+    server = _PgServer(url)
+    try:
+        with server.admin.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+    except sa.exc.OperationalError as exc:
+        server.admin.dispose()
+        where = make_url(normalise_url(url)).render_as_string(hide_password=True)
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL at {where} is unreachable and CI=true requires it: {exc.orig}")
+        pytest.skip(f"PostgreSQL at {where} is unreachable (set INTERLOCK_TEST_PG_URL): {exc.orig}")
+    with server.admin.begin() as conn:
+        conn.exec_driver_sql(f'CREATE SCHEMA "{server.schema}"')
+    try:
+        schema_url = server.schema_url()
+        upgrade(schema_url)
+        yield schema_url
+    finally:
+        with server.admin.begin() as conn:
+            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{server.schema}" CASCADE')
+        server.admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def runtime_pg_engine(runtime_pg_url: str) -> Iterator[sa.Engine]:
+    engine = sa.create_engine(normalise_url(runtime_pg_url))
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def runtime_sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, copied for each test (cheaper than migrating each time)."""
+    path = tmp_path_factory.mktemp("rt-template") / "template.db"
+    upgrade(f"sqlite:///{path}")
+    return path
+
+
+# ---- backends -------------------------------------------------------------------------------
+
+@dataclass
+class Backend:
+    """One store backend.  `reopen()` is a process restart: a new connection to the same
+    database (the memory store, which cannot survive a process, hands back itself)."""
+
+    name: str
+    url: str | None
+    store: Store
+    opened: list[Store] = field(default_factory=list)
+
+    @property
+    def durable(self) -> bool:
+        return self.url is not None
+
+    def reopen(self) -> Store:
+        if self.url is not None:
+            self.store = open_store(self.url, create=False)
+            self.opened.append(self.store)
+        return self.store
+
+    def close(self) -> None:
+        for store in self.opened:
+            close = getattr(store, "close", None)
+            if close is not None:
+                close()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    """A fresh, empty store of each backend."""
+    if request.param == "memory":
+        yield Backend("memory", None, MemoryStore())
+        return
+    if request.param == "sqlite":
+        template: Path = request.getfixturevalue("runtime_sqlite_template")
+        path = tmp_path / "runtime.db"
+        path.write_bytes(template.read_bytes())
+        url = f"sqlite:///{path}"
+    else:
+        url = request.getfixturevalue("runtime_pg_url")
+        engine: sa.Engine = request.getfixturevalue("runtime_pg_engine")
+        with engine.begin() as conn:
+            for table in reversed(metadata.sorted_tables):
+                conn.execute(table.delete())
+    store = open_store(url, create=False)
+    b = Backend(request.param, url, store, [store])
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+# ---- host executors ---------------------------------------------------------------------------
+
+@dataclass
+class Call:
+    kind: str
+    task: str
+    step: str
+    trigger: str
+    entry_id: int | None
+    operation_id: str | None
+    session_id: str | None
+    key: str | None
+    payload: dict[str, Any]
+    args: dict[str, Any]
+    description: str
+
+
+class Recorder:
+    """Records every executor call; `fail(kind, n)` makes the next n calls of a kind fail
+    (`ActionFailed`), `panic(kind, n)` makes them raise an unexpected exception, and
+    `hook(kind, fn)` runs `fn(ctx)` inside the executor (re-entrant calls)."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self._fail: dict[str, list[str]] = {}
+        self._hooks: dict[str, Callable[[ActionContext], Any]] = {}
+
+    def fail(self, kind: str, n: int = 1, error: str = "simulated failure") -> None:
+        self._fail.setdefault(kind, []).extend([f"fail:{error}"] * n)
+
+    def panic(self, kind: str, n: int = 1, error: str = "simulated panic") -> None:
+        self._fail.setdefault(kind, []).extend([f"panic:{error}"] * n)
+
+    def hook(self, kind: str, fn: Callable[[ActionContext], Any]) -> None:
+        self._hooks[kind] = fn
+
+    def of(self, kind: str) -> list[Call]:
+        return [c for c in self.calls if c.kind == kind]
+
+    def kinds(self) -> list[str]:
+        return [c.kind for c in self.calls]
+
+    def executor(self, kind: str, inner: Callable[[Mapping[str, Any], ActionContext], Any] | None = None
+                 ) -> Callable[[Mapping[str, Any], ActionContext], Any]:
+        def run(args: Mapping[str, Any], ctx: ActionContext) -> Any:
+            self.calls.append(Call(kind, ctx.task.id, ctx.step_id, ctx.trigger, ctx.entry_id, ctx.operation_id,
+                                   ctx.session_id, ctx.idempotency_key, dict(ctx.payload), dict(args),
+                                   ctx.task.description))
+            queue = self._fail.get(kind)
+            if queue:
+                mode, _, error = queue.pop(0).partition(":")
+                if mode == "fail":
+                    raise ActionFailed(error)
+                raise RuntimeError(error)
+            hook = self._hooks.get(kind)
+            if hook is not None:
+                hook(ctx)
+            if inner is not None:
+                return inner(args, ctx)
+            return [{"kind": kind}]
+
+        return run
+
+
+HOST_KINDS = ("enable_plan_mode", "reset_agent_context", "set_session_mode", "disable_plan_mode", "auto_start_agent",
+              "run_code_review", "set_workflow_data", "create_child_task", "switch_workflow")
+
+
+def registry(recorder: Recorder, *, host: Sequence[str] = HOST_KINDS, missing: Sequence[str] = ()) -> ExecutorRegistry:
+    """Builtins (wrapped, still transactional) and recording host executors for `host` kinds."""
+    reg = ExecutorRegistry()
+    builtins = register_builtins(ExecutorRegistry())
+    for kind in builtins.kinds():
+        inner = builtins.get(kind)
+        reg.register(kind, recorder.executor(kind, inner), transactional=True)
+    for kind in host:
+        reg.register(kind, recorder.executor(kind))
+    for kind in missing:
+        reg.unregister(kind)
+    return reg
+
+
+# ---- the harness ------------------------------------------------------------------------------
+
+class Harness:
+    """A plan, a backend, a recorder and a record sink, and runtimes built over them."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.recorder = Recorder()
+        self.sink = ListSink()
+        self.plan: Plan | None = None
+        self.rt: Runtime | None = None
+        self.runtimes: list[Runtime] = []
+        self._kw: dict[str, Any] = {}
+
+    @property
+    def store(self) -> Store:
+        return self.backend.store
+
+    def start(self, text: str = OFFICE_TEXT, *, host: Sequence[str] = HOST_KINDS, missing: Sequence[str] = (),
+              loaders: Mapping[str, Any] | None = None, directory: Any = None,
+              host_flags: Mapping[str, Any] | None = None, session_live: Callable[[str], bool] | None = None
+              ) -> Runtime:
+        self.plan = compile_text(text)
+        self._kw = {"host": host, "missing": missing, "loaders": loaders, "host_flags": host_flags,
+                    "directory": directory or StaticDirectory(primary="primary", ceo="ceo-1"),
+                    "session_live": session_live}
+        return self._build()
+
+    def _build(self) -> Runtime:
+        assert self.plan is not None
+        kw = self._kw
+        rt = Runtime(self.plan, self.store, executors=registry(self.recorder, host=kw["host"], missing=kw["missing"]),
+                     loaders=kw["loaders"], directory=kw["directory"], sinks=[self.sink], host=kw["host_flags"],
+                     executor_timeout=10.0, session_live=kw["session_live"])
+        self.rt = rt
+        self.runtimes.append(rt)
+        return rt
+
+    def restart(self) -> Runtime:
+        """A new runtime over the reopened store (a process restart); same recorder and sink."""
+        self.backend.reopen()
+        return self._build()
+
+    # ---- reading what happened ------------------------------------------------------------------
+    def records(self, kind: str | None = None) -> list[Record]:
+        return [r for r in self.sink.records if kind is None or r.kind == kind]
+
+    def entries_for(self, entry_id: int) -> list[Record]:
+        return [r for r in self.records("entry") if r.fields.get("entry_id") == entry_id]
+
+    def counter(self, name: str) -> int:
+        return sum(int(rt.counters.snapshot().get(name, 0)) for rt in self.runtimes)
+
+    def seat(self, step: str, role: str, agent: str, task: str = "") -> None:
+        self.store.add_participant(Participant(task, step, role, agent))
+
+    def runs(self, task: str | None = None) -> list[tuple[str, str, str]]:
+        return [(r.task_id, r.agent, r.reason) for r in self.store.runs(task)]
+
+    def mark(self) -> int:
+        """The current length of the record stream (to look only at what comes after)."""
+        return len(self.sink.records)
+
+    def since(self, mark: int, kind: str | None = None) -> list[Record]:
+        return [r for r in self.sink.records[mark:] if kind is None or r.kind == kind]
+
+
+@pytest.fixture()
+def harness(backend: Backend) -> Harness:
+    return Harness(backend)
+
+
+@pytest.fixture()
+def memory_harness() -> Harness:
+    """A harness on the memory store only (for behaviour that does not depend on the store)."""
+    return Harness(Backend("memory", None, MemoryStore()))

@@ -1,0 +1,729 @@
+"""Bad input and faults: executors that raise, hang, return garbage or call back in; bad plans; bad
+requests; and a database that goes away in the middle of an entry dispatch (RUNTIME.md §1-§4).
+
+The plan is `examples/office_default.wf`: the review step's entry dispatches
+`clear_decisions` (position 0), `ensure_seats` (1) and `queue_run_for_each_participant` (2);
+the review step has two template reviewer seats, so a completed review entry queues two runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import sqlite3
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interlock.runtime import builtins
+from interlock.runtime.api import Runtime
+from interlock.runtime.errors import (
+    PayloadError,
+    RuntimeFault,
+    UnknownStepError,
+    UnknownTaskError,
+    UnknownTriggerError,
+    UnknownWorkflowError,
+)
+from interlock.runtime.executors import ActionContext, ExecutorRegistry
+from interlock.runtime.plan import PlanError, load_plan, plan_digest
+from interlock.runtime.records import ListSink
+from interlock.runtime.results import EntryResult
+from interlock.runtime.store import Decision, Participant, Store, StoreError, TaskState
+from interlock.stores import MemoryStore, SqlStore, open_store, upgrade
+from interlock.stores.engine import make_engine
+from interlock.stores.schema import metadata
+
+HERE = Path(__file__).parent
+
+
+def _helper(name: str) -> Any:
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    return importlib.import_module(name)
+
+
+work = _helper("_conc_work")
+pg = _helper("_conc_pg")
+flaky_mod = _helper("_conc_flaky")
+
+WF = "office_default"
+ENTRY_KINDS = ("clear_decisions", "ensure_seats", "queue_run_for_each_participant")
+REVIEWERS = ("rev-a", "rev-b")
+
+
+# ---- helpers ----------------------------------------------------------------------------------------------
+
+def seed(store: Store, *tasks: str, step: str = "work") -> None:
+    for position, agent in enumerate(REVIEWERS):
+        store.add_participant(Participant("", "review", "reviewer", agent, position=position))
+    for task in tasks:
+        store.put_task(TaskState(task, WF, step))
+
+
+def make_runtime(store: Store, executors: Mapping[str, Callable[..., Any]] | None = None, *,
+                 transactional: bool = False, timeout: float | None = 10.0) -> tuple[Runtime, ListSink]:
+    registry = ExecutorRegistry()
+    for kind, fn in (executors or {}).items():
+        registry.register(kind, fn, transactional=transactional)
+    sink = ListSink()
+    return Runtime(work.plan(), store, executors=registry, sinks=[sink], executor_timeout=timeout), sink
+
+
+def within(seconds: float, fn: Callable[[], Any]) -> Any:
+    """Run `fn` on a daemon thread; fail (instead of hanging the suite) if it does not return in time."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=seconds)
+    assert not thread.is_alive(), f"the call did not return within {seconds}s (deadlock?)"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def dump(store: SqlStore) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every interlock table."""
+    with store.engine.connect() as conn:
+        return {t.name: sorted((tuple(r) for r in conn.execute(t.select())), key=repr) for t in metadata.sorted_tables}
+
+
+def errors_of(sink: ListSink) -> list[dict[str, Any]]:
+    return [dict(r.fields) for r in sink.records if r.kind == "error"]
+
+
+@pytest.fixture(scope="module")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, copied for each test (cheaper than migrating each time)."""
+    path = tmp_path_factory.mktemp("faults") / "template.db"
+    upgrade(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture()
+def sqlite_path(sqlite_template: Path, tmp_path: Path) -> Path:
+    path = tmp_path / "faults.db"
+    shutil.copyfile(sqlite_template, path)
+    return path
+
+
+@pytest.fixture()
+def sqlite_store(sqlite_path: Path) -> Iterator[SqlStore]:
+    sql = SqlStore(f"sqlite:///{sqlite_path}")
+    yield sql
+    sql.close()
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest) -> Iterator[Store]:
+    if request.param == "memory":
+        yield MemoryStore()
+        return
+    yield request.getfixturevalue("sqlite_store")
+
+
+# ---- executors that misbehave on entry ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("transactional", [False, True], ids=["host", "transactional"])
+def test_an_executor_raising_on_entry_is_contained_and_the_rest_runs(store: Store, transactional: bool) -> None:
+    calls: list[str] = []
+
+    def boom(args: Any, ctx: ActionContext) -> Any:
+        calls.append(ctx.task.id)
+        raise KeyError("seat table")
+
+    seed(store, "T1", "T2")
+    rt, sink = make_runtime(store, {"ensure_seats": boom}, transactional=transactional)
+    result = rt.move("T1", "review", session_id="S1")
+    assert result.status == "moved" and result.entry is not None
+    assert result.entry.status == "dispatched"
+    assert result.entry.attempted == ENTRY_KINDS
+    assert result.entry.failed == (("ensure_seats", "KeyError: 'seat table'"),)
+    # the committed step change is kept and the rest of the entry ran
+    task = store.get_task("T1")
+    assert task is not None and task.step_id == "review"
+    assert sorted(r.agent for r in store.runs("T1")) == list(REVIEWERS)
+    record = store.entry_record(result.ledger_id)  # type: ignore[arg-type]
+    assert record is not None and record.failed == (("ensure_seats", "KeyError: 'seat table'"),)
+    # one `error` record naming task and session
+    errors = errors_of(sink)
+    assert len(errors) == 1, errors
+    assert (errors[0]["task"], errors[0]["session"], errors[0]["kind"]) == ("T1", "S1", "ensure_seats")
+    # the host keeps going: a redelivery is discarded (nothing re-runs), the next arrival works
+    assert rt.dispatch_entry(result.ledger_id).status == "redelivery"  # type: ignore[arg-type]
+    assert calls == ["T1"]
+    other = rt.move("T2", "review", session_id="S2")
+    assert other.entry is not None and other.entry.status == "dispatched"
+    assert len(store.runs("T2")) == 2
+
+
+def _raising(args: Any, ctx: ActionContext) -> Any:
+    raise RuntimeError("kaboom")
+
+
+def _garbage(args: Any, ctx: ActionContext) -> Any:
+    return "not a list of effects"
+
+
+@pytest.mark.parametrize("executor, error", [(_raising, "RuntimeError: kaboom"),
+                                             (_garbage, "executor returned str, expected a list of effect dicts")],
+                         ids=["raises", "garbage"])
+def test_a_failed_host_executor_leaves_a_failed_marker(store: Store, executor: Any, error: str) -> None:
+    """The entry's marker of a failed action says `failed` with the reason (not `in_progress` forever)."""
+    seed(store, "T1")
+    rt, _ = make_runtime(store, {"ensure_seats": executor})
+    result = rt.move("T1", "review", session_id="S1")
+    assert result.ledger_id is not None
+    marker = store.markers(result.ledger_id)[1]
+    assert (marker.kind, marker.state) == ("ensure_seats", "failed"), marker
+    assert marker.error is not None and marker.error.startswith(error)
+
+
+@pytest.mark.parametrize("garbage", ["a string", 42, [1, 2], {"kind": "x"}, [{"kind": "x"}, "y"], iter(())],
+                         ids=["str", "int", "list-of-ints", "dict", "mixed-list", "generator"])
+def test_an_executor_returning_garbage_is_a_recorded_failure(store: Store, garbage: Any) -> None:
+    seed(store, "T1")
+    rt, sink = make_runtime(store, {"ensure_seats": lambda args, ctx: garbage})
+    result = rt.move("T1", "review", session_id="S1")
+    assert result.entry is not None and result.entry.status == "dispatched"
+    assert [kind for kind, _ in result.entry.failed] == ["ensure_seats"]
+    assert "expected a list of effect dicts" in result.entry.failed[0][1]
+    assert len(store.runs("T1")) == 2
+    assert not [r for r in sink.records if r.kind == "effect" and r.fields.get("kind") == "ensure_seats"]
+
+
+def test_an_executor_hanging_past_the_timeout_fails_and_the_call_returns_promptly(store: Store) -> None:
+    release = threading.Event()
+
+    def hang(args: Any, ctx: ActionContext) -> Any:
+        release.wait(timeout=30)
+        return []
+
+    seed(store, "T1")
+    rt, _ = make_runtime(store, {"ensure_seats": hang}, timeout=0.2)
+    try:
+        started = time.monotonic()
+        result = within(10, lambda: rt.move("T1", "review", session_id="S1"))
+        elapsed = time.monotonic() - started
+    finally:
+        release.set()
+    assert elapsed < 3.0, elapsed
+    assert result.entry.status == "dispatched"
+    assert result.entry.failed == (("ensure_seats", "executor timed out after 0.2s"),)
+    assert len(store.runs("T1")) == 2
+    record = store.entry_record(result.ledger_id)
+    assert record is not None and record.failed == (("ensure_seats", "executor timed out after 0.2s"),)
+
+
+def test_hung_executors_do_not_starve_the_ones_after_them() -> None:
+    """Executors that never return (each timed out) must not leave later, healthy executors unable to run."""
+    release = threading.Event()
+    store = MemoryStore()
+    hung = [f"H{i:02d}" for i in range(20)]
+    seed(store, *hung, "OK")
+
+    def hang(args: Any, ctx: ActionContext) -> Any:
+        release.wait(timeout=30)
+        return []
+
+    ran: list[str] = []
+
+    def healthy(args: Any, ctx: ActionContext) -> Any:
+        ran.append(ctx.task.id)
+        return []
+
+    rt_hang, _ = make_runtime(store, {"ensure_seats": hang}, timeout=0.02)
+    rt_ok, _ = make_runtime(store, {"ensure_seats": healthy}, timeout=1.0)
+    try:
+        for task in hung:
+            assert rt_hang.move(task, "review").entry.failed == (("ensure_seats", "executor timed out after 0.02s"),)
+        result = within(10, lambda: rt_ok.move("OK", "review"))
+    finally:
+        release.set()
+    assert result.entry.failed == (), result.entry.failed
+    assert ran == ["OK"]
+
+
+@pytest.mark.parametrize("transactional", [False, True], ids=["host", "transactional"])
+def test_an_executor_calling_back_into_the_runtime_completes(store: Store, transactional: bool) -> None:
+    """An entry executor of T1 moves T2 and fires T3's turn completion (both arrive at review, whose entry runs
+    the same executor again): no deadlock, every entry completes."""
+    seen: list[str] = []
+
+    def reenter(args: Any, ctx: ActionContext) -> Any:
+        seen.append(ctx.task.id)
+        if ctx.task.id == "T1":
+            assert ctx.runtime is not None
+            moved = ctx.runtime.move("T2", "review", session_id="S2")
+            assert moved.entry is not None and moved.entry.status == "dispatched" and not moved.entry.failed
+            fired = ctx.runtime.fire("on_turn_complete", "T3", session_id="S3", operation_id="tc:T3")
+            assert fired.result == "dispatched" and fired.arrival is not None
+            assert fired.arrival.entry is not None and not fired.arrival.entry.failed
+        return [{"kind": "ensure_seats", "role": "reviewer", "agent": "host"}]
+
+    seed(store, "T1", "T2", "T3")
+    rt, sink = make_runtime(store, {"ensure_seats": reenter}, transactional=transactional, timeout=10.0)
+    result = within(20, lambda: rt.move("T1", "review", session_id="S1"))
+    assert result.entry.failed == (), result.entry.failed
+    assert sorted(seen) == ["T1", "T2", "T3"]
+    for task in ("T1", "T2", "T3"):
+        state = store.get_task(task)
+        assert state is not None and state.step_id == "review"
+        assert len(store.runs(task)) == 2
+    assert store.unrecorded_arrivals() == []
+    assert errors_of(sink) == []
+
+
+def test_many_executors_calling_back_into_the_runtime_at_once_complete() -> None:
+    """Twenty arrivals at once whose entry executors, once all twenty are running, re-enter the runtime (which
+    runs another executor): no executor waits for a free worker behind the others, none times out."""
+    store = MemoryStore()
+    n = 20
+    seed(store, *[f"T{i:02d}" for i in range(n)], *[f"U{i:02d}" for i in range(n)])
+    all_running = threading.Barrier(n)
+
+    def reenter(args: Any, ctx: ActionContext) -> Any:
+        if ctx.task.id.startswith("T") and ctx.runtime is not None:
+            all_running.wait(timeout=5.0)
+            moved = ctx.runtime.move("U" + ctx.task.id[1:], "review")
+            assert moved.entry is not None and moved.entry.failed == (), moved.entry
+        return []
+
+    rt, _ = make_runtime(store, {"ensure_seats": reenter}, timeout=10.0)
+    arrivals = threading.Barrier(n)
+    results: dict[int, Any] = {}
+
+    def arrive(i: int) -> None:
+        arrivals.wait(timeout=10)
+        results[i] = rt.move(f"T{i:02d}", "review")
+
+    threads = [threading.Thread(target=arrive, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in threads)
+    failed = {i: r.entry.failed for i, r in results.items() if r.entry.failed}
+    assert failed == {}, f"{len(failed)} of {n} entries failed, e.g. {next(iter(failed.values()), None)}"
+    assert all((store.get_task(f"U{i:02d}") or TaskState("", None, None)).step_id == "review" for i in range(n))
+
+
+# ---- bad plans ------------------------------------------------------------------------------------------------
+
+def _edited(mutate: Callable[[dict[str, Any]], None], *, redigest: bool) -> str:
+    data = json.loads(work.plan_text())
+    mutate(data)
+    if redigest:
+        data["digest"] = plan_digest(data)
+    return json.dumps(data)
+
+
+def _step(data: dict[str, Any], step_id: str) -> dict[str, Any]:
+    return next(s for s in data["workflows"][0]["steps"] if s["id"] == step_id)
+
+
+BAD_PLANS: dict[str, tuple[Callable[[], str | bytes], str]] = {
+    "version-2": (lambda: _edited(lambda d: d.update(plan_version=2), redigest=True), "plan version 2 is not supported"),
+    "no-version": (lambda: _edited(lambda d: d.pop("plan_version"), redigest=True),
+                   "plan version None is not supported"),
+    "truncated": (lambda: work.plan_text()[: len(work.plan_text()) // 2], "plan is not valid JSON"),
+    "not-json": (lambda: b"\xff\xfe garbage", "plan is not valid JSON"),
+    "not-an-object": (lambda: "[1, 2, 3]", "plan is not a JSON object"),
+    "hand-edited": (lambda: _edited(lambda d: _step(d, "review").update(manual_move=False), redigest=False),
+                    "plan digest does not match"),
+    "no-digest": (lambda: _edited(lambda d: d.pop("digest"), redigest=False), "plan digest does not match"),
+    "schema-break": (lambda: _edited(lambda d: d["workflows"][0].update(steps="oops"), redigest=True),
+                     "plan does not match the plan schema"),
+    "extra-field": (lambda: _edited(lambda d: d.update(surprise=True), redigest=True),
+                    "plan does not match the plan schema"),
+    "deep-nesting": (lambda: '{"plan_version": 1, "digest": "x", "x": ' + "[" * 5000 + "]" * 5000 + "}",
+                     "plan"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_PLANS))
+def test_a_bad_plan_is_refused_with_plan_error_and_the_store_is_untouched(sqlite_store: SqlStore, case: str) -> None:
+    seed(sqlite_store, "T1")
+    before = dump(sqlite_store)
+    text, message = BAD_PLANS[case]
+    with pytest.raises(PlanError, match=message):
+        Runtime(load_plan(text()), sqlite_store, sinks=[ListSink()])
+    assert dump(sqlite_store) == before
+
+
+REFERENCE_BREAKS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "transition-to-unknown-step": lambda d: _step(d, "work")["handlers"]["on_turn_complete"][0].update(
+        target_step="nowhere", args={"step": "nowhere"}),
+    "unknown-start-step": lambda d: d["workflows"][0].update(start_step="nowhere"),
+    "duplicate-step-id": lambda d: d["workflows"][0]["steps"].append(dict(_step(d, "backlog"))),
+    "entry-kind-not-declared": lambda d: _step(d, "review")["entry_dispatch"][0].update(kind="rm_rf"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFERENCE_BREAKS))
+def test_a_re_digested_plan_whose_references_do_not_resolve_is_refused(sqlite_store: SqlStore, case: str) -> None:
+    """A plan edited by hand and given a fresh digest must still be a consistent plan: names that do not resolve
+    are a `PlanError` when the plan is loaded or the runtime built, before anything reaches the store."""
+    seed(sqlite_store, "T1")
+    before = dump(sqlite_store)
+    text = _edited(REFERENCE_BREAKS[case], redigest=True)
+    with pytest.raises(PlanError):
+        rt = Runtime(load_plan(text), sqlite_store, sinks=[ListSink()])
+        # not refused up front: show what it does to the store
+        rt.fire("on_turn_complete", "T1", session_id="S1", operation_id="tc:T1")
+        rt.create_task("T9", WF)
+    assert dump(sqlite_store) == before
+
+
+# ---- bad requests ---------------------------------------------------------------------------------------------
+
+COMMENT = {"comment_id": "c1", "author_id": "u1", "body": "hi"}
+
+BAD_REQUESTS: dict[str, tuple[Callable[[Runtime], Any], type[Exception], str]] = {
+    "fire-unknown-task": (lambda rt: rt.fire("on_comment", "NOPE", payload=COMMENT, operation_id="op1"),
+                          UnknownTaskError, "no task `NOPE`"),
+    "fire-unknown-trigger": (lambda rt: rt.fire("on_nothing", "T1", operation_id="op1"), UnknownTriggerError,
+                             "unknown trigger `on_nothing`"),
+    "fire-unknown-payload-field": (lambda rt: rt.fire("on_comment", "T1", payload={**COMMENT, "bogus": 1},
+                                                      operation_id="op1"), PayloadError, "no payload field `bogus`"),
+    "fire-entry-trigger": (lambda rt: rt.fire("on_enter", "T1", operation_id="op1"), RuntimeFault,
+                           "is the entry trigger"),
+    "fire-task-at-unknown-step": (lambda rt: rt.fire("on_comment", "GHOST", payload=COMMENT, operation_id="op1"),
+                                  UnknownStepError, "has no step `ghost`"),
+    "fire-task-in-unknown-workflow": (lambda rt: rt.fire("on_comment", "ALIEN", payload=COMMENT, operation_id="op1"),
+                                      UnknownWorkflowError, "workflow `kanban` is not in the plan"),
+    "fire-task-at-no-step": (lambda rt: rt.fire("on_comment", "LOOSE", payload=COMMENT, operation_id="op1"),
+                             UnknownStepError, "is at no step"),
+    "move-unknown-task": (lambda rt: rt.move("NOPE", "review"), UnknownTaskError, "no task `NOPE`"),
+    "move-unknown-step": (lambda rt: rt.move("T1", "nowhere"), UnknownStepError, "has no step `nowhere`"),
+    "move-unknown-workflow": (lambda rt: rt.move("T1", "work", workflow_id="nope"), UnknownWorkflowError,
+                              "workflow `nope` is not in the plan"),
+    "switch-unknown-workflow": (lambda rt: rt.switch_workflow("T1", "nope"), UnknownWorkflowError,
+                                "workflow `nope`"),
+    "create-unknown-workflow": (lambda rt: rt.create_task("T9", "nope"), UnknownWorkflowError, "workflow `nope`"),
+    "create-unknown-step": (lambda rt: rt.create_task("T9", WF, "nowhere"), UnknownStepError, "no step `nowhere`"),
+    "create-existing-task": (lambda rt: rt.create_task("T1", WF), RuntimeFault, "exists already"),
+    "decide-unknown-task": (lambda rt: rt.record_decision("NOPE", verdict="approved", agent="rev-a",
+                                                          role="reviewer"), UnknownTaskError, "no task `NOPE`"),
+    "decide-no-role": (lambda rt: rt.record_decision("T1", verdict="approved", agent="rev-a"), RuntimeFault,
+                       "names its role"),
+    "decide-nobody": (lambda rt: rt.record_decision("T1", verdict="approved"), RuntimeFault, "exactly one of"),
+    "decide-both": (lambda rt: rt.record_decision("T1", verdict="approved", agent="a", user="u", role="reviewer"),
+                    RuntimeFault, "exactly one of"),
+    "decide-task-at-unknown-step": (lambda rt: rt.record_decision("GHOST", verdict="approved", user="u1"),
+                                    UnknownStepError, "has no step `ghost`"),
+    "redeliver-unknown-entry": (lambda rt: rt.dispatch_entry(999_999), RuntimeFault, "no ledger row 999999"),
+    "unknown-sequence": (lambda rt: rt.dispatch("nope", {"task_id": "T1"}), RuntimeFault,
+                         "no dispatch sequence `nope`"),
+}
+
+
+def _bad_request_store(store: SqlStore) -> None:
+    seed(store, "T1")
+    store.put_task(TaskState("GHOST", WF, "ghost"))
+    store.put_task(TaskState("ALIEN", "kanban", "todo"))
+    store.put_task(TaskState("LOOSE", None, None))
+    store.record_decision(Decision("T1", "work", "user", "u0", "", "approved"))
+    store.mark_operation("earlier-op", task_id="T1", trigger="on_comment")
+
+
+@pytest.mark.parametrize("case", sorted(BAD_REQUESTS))
+def test_a_bad_request_raises_its_fault_and_writes_nothing(sqlite_store: SqlStore, case: str) -> None:
+    _bad_request_store(sqlite_store)
+    rt, sink = make_runtime(sqlite_store)
+    before = dump(sqlite_store)
+    call, error, message = BAD_REQUESTS[case]
+    with pytest.raises(error, match=message) as info:
+        call(rt)
+    assert isinstance(info.value, RuntimeFault)
+    assert dump(sqlite_store) == before
+    assert [r for r in sink.records if r.kind in ("arrival", "entry", "effect")] == []
+
+
+BAD_PAYLOADS: dict[str, tuple[str, Any]] = {
+    "missing-required-fields": ("on_comment", {"comment_id": "c1"}),
+    "empty-payload": ("on_comment", {}),
+    "wrong-type-str": ("on_comment", {"comment_id": 5, "author_id": "u1", "body": "hi"}),
+    "wrong-type-int": ("on_budget_alert", {"budget_pct": "ninety", "scope": "task"}),
+    "wrong-type-list": ("on_blocker_resolved", {"resolved_blocker_ids": "b1"}),
+    "not-a-mapping": ("on_comment", ["comment_id", "c1"]),
+    "not-json": ("on_comment", {"comment_id": object(), "author_id": "u1", "body": "hi"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_PAYLOADS))
+def test_a_bad_payload_is_a_payload_error_and_writes_nothing(sqlite_store: SqlStore, case: str) -> None:
+    """Payloads are checked against the trigger's declared parameters (required, typed) before anything runs."""
+    _bad_request_store(sqlite_store)
+    rt, _ = make_runtime(sqlite_store)
+    before = dump(sqlite_store)
+    trigger, payload = BAD_PAYLOADS[case]
+    with pytest.raises(PayloadError):
+        rt.fire(trigger, "T1", session_id="S1", payload=payload, operation_id=f"op:{case}")
+    assert dump(sqlite_store) == before
+
+
+# ---- the database goes away mid-dispatch ---------------------------------------------------------------------
+
+def _check_incomplete_then_recover(store: Store, rt: Runtime, sink: ListSink, entry: EntryResult, task: str,
+                                   session: str | None, *, ledger_id: int) -> None:
+    """After an interrupted entry: step kept, no effect without its marker, an `error` record; `recover()`
+    finishes the entry exactly once, running only the positions with no marker."""
+    assert entry.status == "incomplete", entry
+    state = store.get_task(task)
+    assert state is not None and state.step_id == "review", "the committed step change was lost"
+    errors = [e for e in errors_of(sink) if e.get("entry_id") == ledger_id]
+    assert len(errors) == 1, errors_of(sink)
+    assert (errors[0]["task"], errors[0]["session"]) == (task, session)
+    assert store.entry_record(ledger_id) is None
+    markers = store.markers(ledger_id)
+    assert all(m.state == "done" for m in markers.values()), markers  # transactional: no half-done marker
+    runs = store.runs(task)
+    assert (2 in markers) == bool(runs), (markers, runs)  # the runs exist exactly when their marker does
+    # a decision recorded before the sweep survives it when `clear_decisions` already ran
+    cleared_before = 0 in markers
+    rt.record_decision(task, verdict="approved", agent="rev-a", role="reviewer")
+    recovered = rt.recover()
+    assert recovered.dispatched == 1, recovered
+    record = store.entry_record(ledger_id)
+    assert record is not None and record.attempted == ENTRY_KINDS and record.failed == ()
+    assert sorted(r.agent for r in store.runs(task)) == list(REVIEWERS)
+    assert {p: m.state for p, m in store.markers(ledger_id).items()} == {0: "done", 1: "done", 2: "done"}
+    assert [d.decider_id for d in store.decisions(task, "review")] == (["rev-a"] if cleared_before else [])
+    # exactly once: nothing left for a second sweep or a redelivery
+    assert rt.recover().dispatched == 0
+    assert rt.dispatch_entry(ledger_id).status == "redelivery"
+    assert len(store.runs(task)) == 2
+    assert store.unrecorded_arrivals() == []
+
+
+ENTRY_FAILURES: dict[str, tuple[str, int]] = {  # case: (store method that fails, calls of it let through first)
+    "markers": ("markers", 0),  # the entry's first reads
+    "entry_record": ("entry_record", 0),
+    "get_task": ("get_task", 1),  # (the first is move()'s own)
+    "begin-position-0": ("unit", 0),  # a transaction cannot begin
+    "begin-position-2": ("unit", 2),
+    "claim_marker": ("claim_marker", 0),
+    "clear_decisions": ("clear_decisions", 0),  # an effect of ours
+    "participants-position-1": ("participants", 0),
+    "participants-position-2": ("participants", 1),
+    "first-run": ("enqueue_run", 0),
+    "second-run": ("enqueue_run", 1),  # the first reviewer's run is written, the second fails
+    "finish-position-0": ("finish_marker", 0),
+    "finish-position-2": ("finish_marker", 2),
+    "record_entry": ("record_entry", 0),  # every effect done, the record fails
+}
+
+
+@pytest.mark.parametrize("case", list(ENTRY_FAILURES))
+def test_a_store_failing_during_entry_dispatch_leaves_it_incomplete_and_recover_finishes_it(
+        store: Store, case: str) -> None:
+    method, skip = ENTRY_FAILURES[case]
+    seed(store, "T1")
+    flaky = flaky_mod.FlakyStore(store)
+    rt, sink = make_runtime(flaky)
+    flaky.fail_on(method, skip=skip)
+    result = within(20, lambda: rt.move("T1", "review", session_id="S1"))
+    flaky.heal()
+    assert flaky.raised == [method]
+    assert result.status == "moved" and result.entry is not None and result.ledger_id is not None
+    if case == "second-run":
+        assert store.runs("T1") == [], "the first run survived without its marker"
+    _check_incomplete_then_recover(flaky, rt, sink, result.entry, "T1", "S1", ledger_id=result.ledger_id)
+
+
+@pytest.mark.parametrize("method", ["get_task", "operation_applied", "move_task"])
+def test_fire_when_the_store_fails_before_the_move_raises_and_changes_nothing(store: Store, method: str) -> None:
+    seed(store, "T1")
+    flaky = flaky_mod.FlakyStore(store)
+    rt, _ = make_runtime(flaky)
+    flaky.fail_on(method)
+    with pytest.raises(StoreError, match="injected"):
+        rt.fire("on_turn_complete", "T1", session_id="S1", operation_id="tc:T1")
+    state = store.get_task("T1")
+    assert state is not None and state.step_id == "work"
+    assert store.ledger("T1") == [] and not store.operation_applied("tc:T1")
+    # the redelivery (store back) takes effect once
+    again = rt.fire("on_turn_complete", "T1", session_id="S1", operation_id="tc:T1")
+    assert again.result == "dispatched" and again.arrival is not None and again.arrival.status == "moved"
+    assert rt.fire("on_turn_complete", "T1", session_id="S1", operation_id="tc:T1").result == "idempotent"
+    assert [(r.from_step_id, r.to_step_id) for r in store.ledger("T1")] == [("work", "review")]
+    assert len(store.runs("T1")) == 2
+
+
+@pytest.mark.parametrize("method", ["markers", "enqueue_run", "record_entry"])
+def test_fire_when_the_store_fails_after_the_move_keeps_the_move(store: Store, method: str) -> None:
+    seed(store, "T1")
+    flaky = flaky_mod.FlakyStore(store)
+    rt, sink = make_runtime(flaky)
+    flaky.fail_on(method)
+    fired = within(20, lambda: rt.fire("on_turn_complete", "T1", session_id="S1", operation_id="tc:T1"))
+    flaky.heal()
+    assert fired.result == "dispatched" and fired.arrival is not None and fired.arrival.status == "moved"
+    assert fired.arrival.entry is not None and fired.arrival.ledger_id is not None
+    assert store.operation_applied("tc:T1")
+    assert rt.fire("on_turn_complete", "T1", session_id="S1", operation_id="tc:T1").result == "idempotent"
+    _check_incomplete_then_recover(flaky, rt, sink, fired.arrival.entry, "T1", "S1",
+                                   ledger_id=fired.arrival.ledger_id)
+
+
+@pytest.mark.parametrize("method", ["enqueue_run", "mark_operation"])
+def test_fire_of_an_action_trigger_when_the_store_fails(store: Store, method: str) -> None:
+    """`on_comment` queues a run, then marks the operation: a failure at either is an error result or a
+    `StoreError`, and the redelivery queues the run exactly once."""
+    seed(store, "T1")
+    flaky = flaky_mod.FlakyStore(store)
+    rt, _ = make_runtime(flaky)
+    flaky.fail_on(method)
+    try:
+        first = rt.fire("on_comment", "T1", session_id="S1", payload=COMMENT, operation_id="comment:c1")
+    except StoreError:
+        first = None
+    flaky.heal()
+    if first is not None:
+        assert first.result == "error" and first.error is not None and "injected" in first.error
+    assert not store.operation_applied("comment:c1")
+    assert rt.fire("on_comment", "T1", session_id="S1", payload=COMMENT, operation_id="comment:c1").result == \
+        "dispatched"
+    assert rt.fire("on_comment", "T1", session_id="S1", payload=COMMENT, operation_id="comment:c1").result == \
+        "idempotent"
+    assert [r.reason for r in store.runs("T1")] == ["task_comment"]
+
+
+def test_sqlite_locked_by_another_writer_mid_entry(sqlite_path: Path) -> None:
+    """A real database fault on SQLite: right after the entry's first action commits, another connection takes
+    the write lock and keeps it past the busy timeout."""
+    store = SqlStore(make_engine(f"sqlite:///{sqlite_path}", busy_timeout=0.2), owns_engine=True)
+    locker = sqlite3.connect(sqlite_path, isolation_level=None, check_same_thread=False)
+    try:
+        seed(store, "T1")
+        rt, sink = make_runtime(store)
+        locked: list[bool] = []
+
+        def lock_after_first_effect(record: Any) -> None:
+            if record.kind == "effect" and record.fields.get("kind") == "clear_decisions" and not locked:
+                locker.execute("BEGIN IMMEDIATE")
+                locked.append(True)
+
+        rt.add_sink(lock_after_first_effect)
+        result = within(20, lambda: rt.move("T1", "review", session_id="S1"))
+        assert locked == [True]
+        assert result.entry is not None and result.entry.status == "incomplete"
+        errors = errors_of(sink)
+        assert len(errors) == 1 and "locked" in errors[0]["message"], errors
+        locker.execute("ROLLBACK")
+        assert {p: m.state for p, m in store.markers(result.ledger_id).items()} == {0: "done"}  # type: ignore[arg-type]
+        _check_incomplete_then_recover(store, rt, sink, result.entry, "T1", "S1",
+                                       ledger_id=result.ledger_id)  # type: ignore[arg-type]
+    finally:
+        locker.close()
+        store.close()
+
+
+# ---- PostgreSQL: the runtime's connections are killed mid-dispatch ---------------------------------------------
+
+@pytest.fixture(scope="module")
+def pg_schema() -> Iterator[str]:
+    with pg.private_schema() as name:
+        yield name
+
+
+@pytest.fixture()
+def pg_store(pg_schema: str) -> Iterator[tuple[SqlStore, str]]:
+    """A store whose connections carry a unique application_name (only they are terminated); tables emptied."""
+    app = f"il_fault_{uuid.uuid4().hex[:10]}"
+    store = open_store(pg.url_for(pg_schema, application_name=app), create=False)
+    assert isinstance(store, SqlStore)
+    with store.engine.begin() as conn:
+        for table in reversed(metadata.sorted_tables):
+            conn.execute(table.delete())
+    yield store, app
+    store.close()
+
+
+def _killer(app: str, builtin: Callable[..., Any]) -> tuple[Callable[..., Any], list[int]]:
+    """A transactional executor that, on its first call, kills the runtime's connections (its own unit's too)
+    and then does the builtin's work on the dead connection."""
+    kills: list[int] = []
+
+    def executor(args: Any, ctx: ActionContext) -> Any:
+        if not kills:
+            kills.append(pg.terminate_backends(app))
+        return builtin(args, ctx)
+
+    return executor, kills
+
+
+@pytest.mark.postgres
+def test_postgres_connections_killed_during_an_entry_action(pg_store: tuple[SqlStore, str]) -> None:
+    store, app = pg_store
+    seed(store, "T1")
+    executor, kills = _killer(app, builtins.queue_run_for_each_participant)
+    rt, sink = make_runtime(store, {"queue_run_for_each_participant": executor}, transactional=True)
+    result = within(30, lambda: rt.move("T1", "review", session_id="S1"))
+    assert kills and kills[0] >= 1
+    assert result.status == "moved" and result.entry is not None and result.ledger_id is not None
+    assert store.runs("T1") == []
+    assert {p: m.state for p, m in store.markers(result.ledger_id).items()} == {0: "done", 1: "done"}
+    _check_incomplete_then_recover(store, rt, sink, result.entry, "T1", "S1", ledger_id=result.ledger_id)
+
+
+@pytest.mark.postgres
+def test_postgres_connections_killed_during_the_entry_of_a_fired_transition(pg_store: tuple[SqlStore, str]) -> None:
+    store, app = pg_store
+    seed(store, "T1")
+    executor, kills = _killer(app, builtins.queue_run_for_each_participant)
+    rt, sink = make_runtime(store, {"queue_run_for_each_participant": executor}, transactional=True)
+    fired = within(30, lambda: rt.fire("on_turn_complete", "T1", session_id="S1", operation_id="tc:T1"))
+    assert kills and kills[0] >= 1
+    assert fired.result == "dispatched" and fired.arrival is not None and fired.arrival.status == "moved"
+    assert store.operation_applied("tc:T1")
+    assert rt.fire("on_turn_complete", "T1", session_id="S1", operation_id="tc:T1").result == "idempotent"
+    assert fired.arrival.entry is not None and fired.arrival.ledger_id is not None
+    _check_incomplete_then_recover(store, rt, sink, fired.arrival.entry, "T1", "S1",
+                                   ledger_id=fired.arrival.ledger_id)
+
+
+@pytest.mark.postgres
+def test_postgres_connections_killed_during_a_fired_action(pg_store: tuple[SqlStore, str]) -> None:
+    store, app = pg_store
+    seed(store, "T1")
+    executor, kills = _killer(app, builtins.queue_run)
+    rt, sink = make_runtime(store, {"queue_run": executor}, transactional=True)
+    first = within(30, lambda: rt.fire("on_comment", "T1", session_id="S1", payload=COMMENT, operation_id="c:1"))
+    assert kills and kills[0] >= 1
+    assert first.result == "error" and first.error is not None, first
+    assert store.runs("T1") == [] and not store.operation_applied("c:1")
+    errors = [e for e in sink.records if e.kind == "dispatch" and e.level == "error"]
+    assert len(errors) == 1 and errors[0].fields["task"] == "T1" and errors[0].fields["session"] == "S1"
+    assert rt.fire("on_comment", "T1", session_id="S1", payload=COMMENT, operation_id="c:1").result == "dispatched"
+    assert rt.fire("on_comment", "T1", session_id="S1", payload=COMMENT, operation_id="c:1").result == "idempotent"
+    assert [r.reason for r in store.runs("T1")] == ["task_comment"]
+
+
+@pytest.mark.postgres
+def test_postgres_connections_killed_between_calls_are_replaced(pg_store: tuple[SqlStore, str]) -> None:
+    store, app = pg_store
+    seed(store, "T1", "T2")
+    rt, sink = make_runtime(store)
+    assert rt.move("T1", "review", session_id="S1").entry.status == "dispatched"  # type: ignore[union-attr]
+    assert pg.terminate_backends(app) >= 1
+    fired = rt.fire("on_turn_complete", "T2", session_id="S2", operation_id="tc:T2")
+    assert fired.result == "dispatched" and fired.arrival is not None
+    assert fired.arrival.entry is not None and fired.arrival.entry.status == "dispatched"
+    assert errors_of(sink) == []
+    assert len(store.runs()) == 4
