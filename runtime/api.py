@@ -84,6 +84,10 @@ IN_PROGRESS = "not run: its marker is in progress (another delivery is running i
 is not run again (RUNTIME.md §1: only positions without a marker run), and its outcome is unknown."""
 
 
+class _Redelivered(Exception):
+    """Internal: the entry has its record already (raised inside a unit to undo this delivery)."""
+
+
 class _Failure(Exception):
     """An action failed; `panic` says whether it was an unexpected exception."""
 
@@ -139,6 +143,8 @@ class Runtime:
     # ---- records -------------------------------------------------------------------------------
     def emit(self, kind: str, level: Level = "info", message: str | None = None, /, **fields: Any) -> None:
         """Send one record to every sink (a failing sink is ignored)."""
+        if not self.sinks:
+            return
         record = Record(kind, level, message or MESSAGES.get(kind, kind), fields)
         for sink in self.sinks:
             with contextlib.suppress(Exception):  # a broken sink must not take the runtime down
@@ -257,6 +263,9 @@ class Runtime:
     def _enter(self, row: LedgerRow, *, session_live: bool) -> EntryResult:
         if row.to_step_id is None or row.to_workflow_id is None:
             return EntryResult(row.id, "detach")
+        step_plan = self._steps.get((row.to_workflow_id, row.to_step_id))
+        if step_plan is not None and self._all_transactional(step_plan):
+            return self._enter_atomically(row, step_plan, session_live=session_live)
         try:
             if self.store.entry_record(row.id) is not None:
                 self.counters.add("redeliveries_discarded")
@@ -304,6 +313,97 @@ class Runtime:
                   failed=[{"kind": k, "error": e} for k, e in failed], workflow=row.to_workflow_id,
                   session=row.session_id)
         return EntryResult(row.id, "dispatched", tuple(attempted), tuple(failed))
+
+    def _all_transactional(self, step: PlanStep) -> bool:
+        """Every dispatched entry action has a transactional (store-backed) executor."""
+        is_tx = self.executors.is_transactional
+        return all(is_tx(a.kind) for a in step.entry_dispatch)
+
+    def _redelivered(self, row: LedgerRow) -> EntryResult:
+        self.counters.add("redeliveries_discarded")
+        self.emit("redelivery_discarded", "info", task=row.task_id, entry_id=row.id, step=row.to_step_id,
+                  session=row.session_id)
+        return EntryResult(row.id, "redelivery")
+
+    def _enter_atomically(self, row: LedgerRow, step: PlanStep, *, session_live: bool) -> EntryResult:
+        """Dispatch an entry whose actions are all store-backed in ONE transaction: each action in a
+        savepoint (record-and-continue), the entry record last.  One commit per entry; records are
+        emitted only once it has committed."""
+        assert row.to_workflow_id is not None
+        pending: list[tuple[str, Level, str | None, dict[str, Any]]] = []
+        attempted: list[str] = []
+        failed: list[tuple[str, str]] = []
+        try:
+            with self.store.unit() as tx:
+                if tx.entry_record(row.id) is not None:
+                    raise _Redelivered
+                task = tx.get_task(row.task_id) or TaskState(row.task_id, row.to_workflow_id, step.id)
+                markers = tx.markers(row.id) if step.entry_dispatch else {}
+                for action in step.entry_dispatch:
+                    attempted.append(action.kind)
+                    error = self._entry_action_in(tx, row, task, step, action, markers.get(action.position),
+                                                  pending)
+                    if error is not None:
+                        failed.append((action.kind, error))
+                record = EntryRecord(row.id, row.task_id, row.to_workflow_id, step.id, tuple(attempted),
+                                     tuple(failed))
+                if not tx.record_entry(record):
+                    raise _Redelivered  # another delivery recorded it meanwhile: undo ours
+        except _Redelivered:
+            return self._redelivered(row)
+        except StoreError as exc:
+            self.emit("error", "error", "entry dispatch interrupted: the store failed; `recover` will finish it",
+                      task=row.task_id, session=row.session_id, entry_id=row.id, message=str(exc))
+            return EntryResult(row.id, "incomplete")
+        if session_live and step.entry_inline:
+            self.emit("inline", "debug", task=row.task_id, step=step.id, kinds=list(step.entry_inline),
+                      entry_id=row.id, session=row.session_id)
+        for kind, level, message, fields in pending:
+            if kind == "effect":
+                self.counters.add("effects")
+            self.emit(kind, level, message, **fields)
+        self.counters.add("entries_dispatched")
+        self.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=attempted,
+                  failed=[{"kind": k, "error": e} for k, e in failed], workflow=row.to_workflow_id,
+                  session=row.session_id)
+        return EntryResult(row.id, "dispatched", tuple(attempted), tuple(failed))
+
+    def _entry_action_in(self, tx: Store, row: LedgerRow, task: TaskState, step: PlanStep, action: PlanAction,
+                         marker: Any, pending: list[tuple[str, Level, str | None, dict[str, Any]]]) -> str | None:
+        """One store-backed entry action inside the entry's transaction, in a savepoint of its own."""
+        if marker is not None:
+            if marker.state == "done":
+                return None
+            return str(marker.error or "failed") if marker.state == "failed" else IN_PROGRESS
+        assert row.to_workflow_id is not None
+        kind, position = action.kind, action.position
+        fn = self.executors.get(kind)
+        assert fn is not None
+        ctx = self._context(action, task, row.to_workflow_id, step.id, self._entry_trigger, entry_id=row.id,
+                            session_id=row.session_id, key=f"entry:{row.id}:{position}:{kind}")
+        try:
+            with tx.unit() as sp:
+                if not sp.claim_marker(row.id, position, kind):
+                    return None  # another delivery has it
+                effects = fn(action.args, replace(ctx, store=sp)) or ()
+                sp.finish_marker(row.id, position, "done")
+        except StoreError:
+            raise
+        except Exception as exc:  # ActionFailed: an ordinary failure; anything else: a contained fault
+            panic = not isinstance(exc, ActionFailed)
+            message = f"{type(exc).__name__}: {exc}" if panic else str(exc)
+            self.counters.add("executor_failures")
+            if panic:
+                pending.append(("error", "error", None, {"task": task.id, "session": row.session_id, "kind": kind,
+                                                         "message": message}))
+            if tx.claim_marker(row.id, position, kind):
+                tx.finish_marker(row.id, position, "failed", message)
+            return message
+        for effect in effects:
+            pending.append(("effect", "info", None, {"kind": kind, "task": task.id, "step": step.id,
+                                                     "entry_id": row.id,
+                                                     **{k: v for k, v in effect.items() if k != "kind"}}))
+        return None
 
     def _context(self, action: PlanAction, task: TaskState, workflow_id: str, step_id: str, trigger: str, *,
                  entry_id: int | None = None, operation_id: str | None = None, session_id: str | None = None,
@@ -425,6 +525,8 @@ class Runtime:
             raise UnknownTriggerError(f"unknown trigger `{trigger}` (known: {', '.join(self._triggers)})")
         if trigger == self._entry_trigger:
             raise RuntimeFault(f"`{trigger}` is the entry trigger: arrivals dispatch it (use move())")
+        if not payload and not trig.params:
+            return {}  # the common case of the kanban-era triggers: nothing to check
         if payload is not None and not isinstance(payload, Mapping):
             raise PayloadError(f"`{trigger}`'s payload is a mapping of field to value, not {type(payload).__name__}")
         given = dict(payload or {})

@@ -174,7 +174,8 @@ class MemoryStore:
                 return MoveResult("cas_lost", None, task)
             row = None
             if (task.workflow_id, task.step_id) != (to_wf, to_step):
-                moved = replace(task, workflow_id=to_wf, step_id=to_step)
+                moved = TaskState(task.id, to_wf, to_step, task.description, task.is_from_office,
+                                  task.is_ephemeral, task.archived)
                 self._put(self._tasks, task_id, moved)
                 if is_arrival(task.workflow_id, task.step_id, to_wf, to_step):
                     row = self._write_ledger(task_id, task.workflow_id, task.step_id, to_wf, to_step, route,
@@ -220,8 +221,14 @@ class MemoryStore:
     def record_entry(self, record: EntryRecord) -> bool:
         """Insert the entry record; False if one exists already (nothing changed)."""
         # Stored as the SQL store stores it, so both hand back equal records.
-        stored = replace(record, attempted=attempted_value(attempted_text(record.attempted)),
-                         failed=failed_value(failed_text(record.failed)))
+        # Stored as the SQL store hands it back (tuples of str), without a JSON round trip on the hot path.
+        if all(type(k) is str for k in record.attempted) and all(
+                type(f) is tuple and len(f) == 2 and type(f[0]) is str and type(f[1]) is str for f in record.failed):
+            stored = EntryRecord(record.entry_id, record.task_id, record.workflow_id, record.step_id,
+                                 tuple(record.attempted), tuple(record.failed))
+        else:
+            stored = replace(record, attempted=attempted_value(attempted_text(record.attempted)),
+                             failed=failed_value(failed_text(record.failed)))
         with self._lock:
             if record.entry_id not in self._ledger:
                 raise no_ledger_row_error(record.entry_id)

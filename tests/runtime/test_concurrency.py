@@ -474,7 +474,12 @@ def test_a_delivery_overtaken_by_another_is_reported_as_a_redelivery(small_store
     record it must not report (and log) a second dispatch — one `entry` record, one `dispatched` result."""
     work.prepare(small_store, 1, 0)
     sink = ListSink()
-    rt = Runtime(work.plan(), small_store, sinks=[sink], executor_timeout=10.0)
+    # A host (non-transactional) executor in the entry makes the runtime dispatch it action by action,
+    # emitting each effect as its own unit commits, which is where the first delivery pauses.  (An entry
+    # whose actions are all store-backed commits as one transaction; its overlap is covered by the races.)
+    executors = ExecutorRegistry()
+    executors.register("ensure_seats", lambda args, ctx: [{"kind": "ensure_seats", "role": args["role"]}])
+    rt = Runtime(work.plan(), small_store, sinks=[sink], executor_timeout=10.0, executors=executors)
     arrival = rt.move("T000", "review", dispatch=False)
     assert arrival.ledger_id is not None
     ledger_id = arrival.ledger_id
