@@ -119,9 +119,12 @@ class MemoryStore:
             self._undo.append(inverse)
 
     def _put(self, table: dict[K, V], key: K, value: V) -> None:
+        if self._undo is None:  # outside a unit: nothing to undo, no closure to build
+            table[key] = value
+            return
         old = table.get(key, _MISSING)
         table[key] = value
-        self._push(lambda: _restore(table, key, old))
+        self._undo.append(lambda: _restore(table, key, old))
 
     def _pop(self, table: dict[K, V], key: K) -> None:
         old = table.pop(key, _MISSING)
