@@ -1,0 +1,204 @@
+"""A plan, a store and executors in; the runtime's shared state, records and executor calls out.
+
+Executors run with the configured timeout on a thread of their own; their failures become records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from .builtins import register_builtins
+from .errors import (
+    ActionFailed,
+    UnknownStepError,
+    UnknownTaskError,
+    UnknownWorkflowError,
+)
+from .executors import ActionContext, Directory, Effect, ExecutorRegistry, StaticDirectory
+from .plan import (
+    Plan,
+    PlanAction,
+    PlanStep,
+    PlanWorkflow,
+)
+from .records import MESSAGES, Counters, Level, LoguruSink, Record, RecordSink
+from .store import Store, StoreError, TaskState
+
+if TYPE_CHECKING:
+    from .api import Runtime
+
+__all__ = ["Loader"]
+
+Loader = Callable[[Any, Mapping[str, Any]], "Mapping[str, Any] | None"]
+
+def _call_with_timeout(fn: Callable[..., Any], args: Mapping[str, Any], ctx: ActionContext, timeout: float) -> Any:
+    """Run `fn(args, ctx)` on a thread of its own and wait at most `timeout` seconds.
+
+    One thread per call, not a bounded pool: a hung executor (which Python cannot kill)
+    keeps only its own thread, so it never starves the executors after it, and an
+    executor that calls back into the runtime never waits for a worker held by itself."""
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            outcome["result"] = fn(args, ctx)
+        except BaseException as exc:  # handed to the caller below
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(target,), name="interlock-exec", daemon=True).start()
+    if not done.wait(timeout):
+        raise _Failure(f"executor timed out after {timeout:g}s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
+
+
+IN_PROGRESS = "not run: its marker is in progress (another delivery is running it, or one was interrupted)"
+"""The failure an entry records for a position whose marker was claimed but never finished: the position
+is not run again (RUNTIME.md §1: only positions without a marker run), and its outcome is unknown."""
+
+
+class _Redelivered(Exception):
+    """Internal: the entry has its record already (raised inside a unit to undo this delivery)."""
+
+
+class _Failure(Exception):
+    """An action failed; `panic` says whether it was an unexpected exception."""
+
+    def __init__(self, message: str, *, panic: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.panic = panic
+
+class _Core:
+    """Shared state and helpers of the runtime: the plan indexes, records, executor calls."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        store: Store,
+        *,
+        executors: ExecutorRegistry | None = None,
+        loaders: Mapping[str, Loader] | None = None,
+        directory: Directory | None = None,
+        sinks: Sequence[RecordSink] | None = None,
+        host: Mapping[str, Any] | None = None,
+        executor_timeout: float | None = 60.0,
+        builtins: bool = True,
+        session_live: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.plan = plan
+        self.store = store
+        self.executors = executors if executors is not None else ExecutorRegistry()
+        if builtins:
+            defaults = register_builtins(ExecutorRegistry())
+            for kind in defaults.kinds():
+                if kind not in self.executors:
+                    fn = defaults.get(kind)
+                    assert fn is not None
+                    self.executors.register(kind, fn, transactional=True)
+        self.loaders: dict[str, Loader] = dict(loaders or {})
+        self.directory: Directory = directory or StaticDirectory()
+        self.sinks: list[RecordSink] = list(sinks) if sinks is not None else [LoguruSink()]
+        self.host: dict[str, Any] = {"engine_ready": True, **(host or {})}
+        self.executor_timeout = executor_timeout
+        self.session_live = session_live
+        self.counters = Counters()
+        self._workflows = {wf.id: wf for wf in plan.workflows}
+        self._steps = {(wf.id, s.id): s for wf in plan.workflows for s in wf.steps}
+        self._step_ids = {wf.id: tuple(s.id for s in wf.steps) for wf in plan.workflows}
+        self._triggers = {t.name: t for t in plan.triggers}
+        self._kinds = {k.name: k for k in plan.kinds}
+        self._sequences = {s.name: s for s in plan.sequences}
+        self._records = {r.name: r.fields for r in plan.records}
+        self._entry_trigger = plan.entry_policy.trigger
+
+    # ---- records -------------------------------------------------------------------------------
+    def emit(self, kind: str, level: Level = "info", message: str | None = None, /, **fields: Any) -> None:
+        """Send one record to every sink (a failing sink is ignored)."""
+        if not self.sinks:
+            return
+        record = Record(kind, level, message or MESSAGES.get(kind, kind), fields)
+        for sink in self.sinks:
+            with contextlib.suppress(Exception):  # a broken sink must not take the runtime down
+                sink(record)
+
+    def add_sink(self, sink: RecordSink) -> None:
+        self.sinks.append(sink)
+
+    # ---- lookups ----------------------------------------------------------------------------------
+    def workflow(self, workflow_id: str) -> PlanWorkflow:
+        wf = self._workflows.get(workflow_id)
+        if wf is None:
+            raise UnknownWorkflowError(f"workflow `{workflow_id}` is not in the plan (known: "
+                                       f"{', '.join(sorted(self._workflows)) or 'none'})")
+        return wf
+
+    def step(self, workflow_id: str, step_id: str) -> PlanStep:
+        self.workflow(workflow_id)
+        step = self._steps.get((workflow_id, step_id))
+        if step is None:
+            raise UnknownStepError(f"workflow `{workflow_id}` has no step `{step_id}` (steps: "
+                                   f"{', '.join(self._step_ids[workflow_id])})")
+        return step
+
+    def task(self, task_id: str) -> TaskState:
+        task = self.store.get_task(task_id)
+        if task is None:
+            raise UnknownTaskError(f"no task `{task_id}`")
+        return task
+
+    def _context(self, action: PlanAction, task: TaskState, workflow_id: str, step_id: str, trigger: str, *,
+                 entry_id: int | None = None, operation_id: str | None = None, session_id: str | None = None,
+                 payload: Mapping[str, Any] | None = None, key: str | None = None) -> ActionContext:
+        return ActionContext(kind=action.kind, task=task, workflow_id=workflow_id, step_id=step_id, trigger=trigger,
+                             position=action.position, idempotency_key=key, entry_id=entry_id,
+                             operation_id=operation_id, session_id=session_id, payload=payload or {},
+                             runtime=cast("Runtime", self), directory=self.directory,
+                             workflow_steps=self._step_ids.get(workflow_id, (step_id,)))
+
+    def _record_failure(self, failure: _Failure, task_id: str, session_id: str | None, kind: str) -> None:
+        self.counters.add("executor_failures")
+        if failure.panic:
+            self.emit("error", "error", task=task_id, session=session_id, kind=kind, message=failure.message)
+
+    def _emit_effects(self, effects: Iterable[Effect], kind: str, task_id: str, step_id: str, **ids: Any) -> None:
+        for effect in effects:
+            self.counters.add("effects")
+            fields = {"kind": kind, "task": task_id, "step": step_id, **ids,
+                      **{k: v for k, v in effect.items() if k != "kind"}}
+            self.emit("effect", "info", **fields)
+
+    def _call(self, fn: Callable[..., Any], args: Mapping[str, Any], ctx: ActionContext) -> Sequence[Effect]:
+        """Call a host executor, with the configured timeout; failures become `_Failure`."""
+        try:
+            if self.executor_timeout is None:
+                result = fn(args, ctx)
+            else:
+                result = _call_with_timeout(fn, args, ctx, self.executor_timeout)
+        except (_Failure, StoreError):
+            raise
+        except ActionFailed as exc:
+            raise _Failure(str(exc)) from None
+        except Exception as exc:
+            raise _Failure(f"{type(exc).__name__}: {exc}", panic=True) from None
+        if result is None:
+            return ()
+        if not isinstance(result, (list, tuple)) or not all(isinstance(e, Mapping) for e in result):
+            raise _Failure(f"executor returned {type(result).__name__}, expected a list of effect dicts or None")
+        return [dict(e) for e in result]
+
+    def _warn_missing(self, workflow_id: str, step_id: str, kind: str, task_id: str, session_id: str | None) -> None:
+        self.counters.add("missing_executors")
+        step = self._steps.get((workflow_id, step_id))
+        self.emit("warning", "warning", "no executor registered for action kind", code="no_executor",
+                  workflow=workflow_id, step=step_id, step_title=step.title if step else None, kind=kind,
+                  task=task_id, session=session_id)

@@ -1,0 +1,77 @@
+"""A participant's decision in, a stored decision and (when a quorum is met) a compare-and-swap move out.
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    RuntimeFault,
+    UnknownStepError,
+)
+from .results import DecisionResult
+from .store import Decision
+from .triggers import TriggerDispatch
+
+__all__ = ["DecisionDispatch"]
+
+
+class DecisionDispatch(TriggerDispatch):
+    """Decisions: store, re-evaluate guarded transitions, move with a compare-and-swap."""
+
+    # ---- decisions -------------------------------------------------------------------------------------
+    def record_decision(self, task_id: str, *, verdict: str, agent: str | None = None, user: str | None = None,
+                        role: str = "", session_id: str | None = None) -> DecisionResult:
+        """Store a decision at the task's current step and re-evaluate its guarded `on_turn_complete`
+        transitions; a satisfied one moves the task with a compare-and-swap (route `decision`)."""
+        if (agent is None) == (user is None):
+            raise RuntimeFault("a decision comes from exactly one of `agent` or `user`")
+        if agent is not None and not role:
+            raise RuntimeFault("an agent's decision names its role")
+        task = self.task(task_id)
+        if task.workflow_id is None or task.step_id is None:
+            raise UnknownStepError(f"task `{task_id}` is at no step")
+        step = self.step(task.workflow_id, task.step_id)
+        decision = self.store.record_decision(Decision(
+            task_id, step.id, "agent" if agent is not None else "user", agent if agent is not None else user or "",
+            role, verdict, session_id=session_id))
+        return self.reevaluate(task.id, step.id, decision.id, actor=agent or user, actor_kind="agent" if agent else
+                               "human", session_id=session_id)
+
+    def reevaluate(self, task_id: str, step_id: str, decision_id: int, *, actor: str | None = None,
+                   actor_kind: str = "system", session_id: str | None = None) -> DecisionResult:
+        """Re-evaluate the guarded transitions of `step_id` after decision `decision_id` (idempotent per decision)."""
+        task = self.task(task_id)
+        assert task.workflow_id is not None
+        step = self.step(task.workflow_id, step_id)
+        operation_id = f"decision:{task.id}:{step.id}:{decision_id}"
+        agent = actor if actor_kind == "agent" else None
+        user = actor if actor_kind != "agent" else None
+        if self.store.operation_applied(operation_id):
+            self.counters.add("redeliveries_discarded")
+            self.emit("redelivery_discarded", "silent", task=task.id, operation_id=operation_id, trigger="decision")
+            return DecisionResult(decision_id, task.id, step.id, idempotent=True)
+        if task.step_id != step.id:  # the task left the decision's step: nothing to re-evaluate
+            self.store.mark_operation(operation_id, task_id=task.id, trigger="decision")
+            return DecisionResult(decision_id, task.id, step.id, abandoned=True)
+        target = None
+        for action in step.handlers.get("on_turn_complete", ()):
+            if action.action_class != "transition" or action.guard is None or action.requires_approval:
+                continue
+            q = self._quorum(action, task, step.id, task.workflow_id)
+            if not q.satisfied:
+                self.counters.skip(f"quorum:{q.reason}")
+                continue
+            if action.target_step is not None and action.target_step != step.id:
+                target = action.target_step
+                break
+        if target is None:
+            self.store.mark_operation(operation_id, task_id=task.id, trigger="decision")
+            return DecisionResult(decision_id, task.id, step.id)
+        result = self.store.move_task(task.id, task.workflow_id, target, route="decision",
+                                      actor_kind="agent" if agent else "human", actor_id=agent or user,
+                                      session_id=session_id, expected_step_id=step.id, operation_id=operation_id,
+                                      operation_trigger="decision")
+        if result.status != "moved":
+            return DecisionResult(decision_id, task.id, step.id, abandoned=True)
+        self.counters.add("transitions")
+        arrival = self._after_move(result.ledger, task.id, step.id, session_id)
+        return DecisionResult(decision_id, task.id, step.id, transitioned=True, arrival=arrival)

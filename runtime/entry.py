@@ -1,0 +1,253 @@
+"""A ledger row in, its step's entry dispatched out: record-and-continue, durable per-entry idempotency,
+one transaction per entry when every action is store-backed, and the `recover` sweep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from .core import IN_PROGRESS, _Core, _Failure, _Redelivered
+from .errors import (
+    ActionFailed,
+    RuntimeFault,
+)
+from .executors import Effect
+from .plan import (
+    PlanAction,
+    PlanStep,
+)
+from .records import Level
+from .results import EntryResult, RecoverResult
+from .store import EntryRecord, LedgerRow, Store, StoreError, TaskState
+
+__all__ = ["EntryDispatch"]
+
+
+class EntryDispatch(_Core):
+    """Step entry (RUNTIME.md §1): record-and-continue, exactly once per ledger row, durable."""
+
+    def dispatch_entry(self, ledger_id: int, *, session_live: bool = False) -> EntryResult:
+        """Dispatch the entry of a ledger row written by the host (through `LedgerWriter`), after its commit."""
+        row = self.store.ledger_row(ledger_id)
+        if row is None:
+            raise RuntimeFault(f"no ledger row {ledger_id}")
+        return self._enter(row, session_live=session_live)
+
+    def recover(self) -> RecoverResult:
+        """Dispatch every arrival that has no entry record (the crash window between commit and dispatch)."""
+        entries = []
+        while True:
+            rows = self.store.unrecorded_arrivals(limit=500)
+            done = [self._enter(row, session_live=False) for row in rows]
+            entries.extend(done)
+            if len(rows) < 500 or all(e.status == "incomplete" for e in done):
+                break
+        return RecoverResult(sum(1 for e in entries if e.status == "dispatched"), tuple(entries))
+
+    # ---- step entry: record-and-continue ------------------------------------------------------------
+    def _enter(self, row: LedgerRow, *, session_live: bool) -> EntryResult:
+        if row.to_step_id is None or row.to_workflow_id is None:
+            return EntryResult(row.id, "detach")
+        step_plan = self._steps.get((row.to_workflow_id, row.to_step_id))
+        if step_plan is not None and self._all_transactional(step_plan):
+            return self._enter_atomically(row, step_plan, session_live=session_live)
+        try:
+            if self.store.entry_record(row.id) is not None:
+                self.counters.add("redeliveries_discarded")
+                self.emit("redelivery_discarded", "info", task=row.task_id, entry_id=row.id, step=row.to_step_id,
+                          session=row.session_id)
+                return EntryResult(row.id, "redelivery")
+            step = self._steps.get((row.to_workflow_id, row.to_step_id))
+            if step is None:
+                reason = f"step `{row.to_step_id}` of workflow `{row.to_workflow_id}` is not in the plan"
+                self.emit("warning", "warning", "entry of a step the plan does not know", code="unknown_step",
+                          task=row.task_id, workflow=row.to_workflow_id, step=row.to_step_id, entry_id=row.id)
+                record = EntryRecord(row.id, row.task_id, row.to_workflow_id, row.to_step_id, (),
+                                     ((row.to_step_id, reason),))
+                self.store.record_entry(record)
+                self.counters.add("entries_dispatched")
+                self.emit("entry", "info", task=row.task_id, step=row.to_step_id, entry_id=row.id, attempted=[],
+                          failed=[{"kind": k, "error": e} for k, e in record.failed], workflow=row.to_workflow_id,
+                          session=row.session_id)
+                return EntryResult(row.id, "dispatched", (), record.failed)
+            task = self.store.get_task(row.task_id) or TaskState(row.task_id, row.to_workflow_id, row.to_step_id)
+            if session_live and step.entry_inline:
+                self.emit("inline", "debug", task=row.task_id, step=step.id, kinds=list(step.entry_inline),
+                          entry_id=row.id, session=row.session_id)
+            markers = self.store.markers(row.id)
+            attempted: list[str] = []
+            failed: list[tuple[str, str]] = []
+            for action in step.entry_dispatch:
+                attempted.append(action.kind)
+                error = self._entry_action(row, task, step, action, markers.get(action.position))
+                if error is not None:
+                    failed.append((action.kind, error))
+            record = EntryRecord(row.id, row.task_id, row.to_workflow_id, step.id, tuple(attempted), tuple(failed))
+            if not self.store.record_entry(record):
+                # another delivery of this entry recorded it meanwhile: it is the one dispatch of the row
+                self.counters.add("redeliveries_discarded")
+                self.emit("redelivery_discarded", "info", task=row.task_id, entry_id=row.id, step=row.to_step_id,
+                          session=row.session_id)
+                return EntryResult(row.id, "redelivery")
+        except StoreError as exc:
+            self.emit("error", "error", "entry dispatch interrupted: the store failed; `recover` will finish it",
+                      task=row.task_id, session=row.session_id, entry_id=row.id, message=str(exc))
+            return EntryResult(row.id, "incomplete")
+        self.counters.add("entries_dispatched")
+        self.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=attempted,
+                  failed=[{"kind": k, "error": e} for k, e in failed], workflow=row.to_workflow_id,
+                  session=row.session_id)
+        return EntryResult(row.id, "dispatched", tuple(attempted), tuple(failed))
+
+    def _all_transactional(self, step: PlanStep) -> bool:
+        """Every dispatched entry action has a transactional (store-backed) executor."""
+        is_tx = self.executors.is_transactional
+        return all(is_tx(a.kind) for a in step.entry_dispatch)
+
+    def _redelivered(self, row: LedgerRow) -> EntryResult:
+        self.counters.add("redeliveries_discarded")
+        self.emit("redelivery_discarded", "info", task=row.task_id, entry_id=row.id, step=row.to_step_id,
+                  session=row.session_id)
+        return EntryResult(row.id, "redelivery")
+
+    def _enter_atomically(self, row: LedgerRow, step: PlanStep, *, session_live: bool) -> EntryResult:
+        """Dispatch an entry whose actions are all store-backed in ONE transaction: each action in a
+        savepoint (record-and-continue), the entry record last.  One commit per entry; records are
+        emitted only once it has committed."""
+        assert row.to_workflow_id is not None
+        pending: list[tuple[str, Level, str | None, dict[str, Any]]] = []
+        attempted: list[str] = []
+        failed: list[tuple[str, str]] = []
+        try:
+            with self.store.unit() as tx:
+                if tx.entry_record(row.id) is not None:
+                    raise _Redelivered
+                task = tx.get_task(row.task_id) or TaskState(row.task_id, row.to_workflow_id, step.id)
+                markers = tx.markers(row.id) if step.entry_dispatch else {}
+                for action in step.entry_dispatch:
+                    attempted.append(action.kind)
+                    error = self._entry_action_in(tx, row, task, step, action, markers.get(action.position),
+                                                  pending)
+                    if error is not None:
+                        failed.append((action.kind, error))
+                record = EntryRecord(row.id, row.task_id, row.to_workflow_id, step.id, tuple(attempted),
+                                     tuple(failed))
+                if not tx.record_entry(record):
+                    raise _Redelivered  # another delivery recorded it meanwhile: undo ours
+        except _Redelivered:
+            return self._redelivered(row)
+        except StoreError as exc:
+            self.emit("error", "error", "entry dispatch interrupted: the store failed; `recover` will finish it",
+                      task=row.task_id, session=row.session_id, entry_id=row.id, message=str(exc))
+            return EntryResult(row.id, "incomplete")
+        if session_live and step.entry_inline:
+            self.emit("inline", "debug", task=row.task_id, step=step.id, kinds=list(step.entry_inline),
+                      entry_id=row.id, session=row.session_id)
+        for kind, level, message, fields in pending:
+            if kind == "effect":
+                self.counters.add("effects")
+            self.emit(kind, level, message, **fields)
+        self.counters.add("entries_dispatched")
+        self.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=attempted,
+                  failed=[{"kind": k, "error": e} for k, e in failed], workflow=row.to_workflow_id,
+                  session=row.session_id)
+        return EntryResult(row.id, "dispatched", tuple(attempted), tuple(failed))
+
+    def _entry_action_in(self, tx: Store, row: LedgerRow, task: TaskState, step: PlanStep, action: PlanAction,
+                         marker: Any, pending: list[tuple[str, Level, str | None, dict[str, Any]]]) -> str | None:
+        """One store-backed entry action inside the entry's transaction, in a savepoint of its own."""
+        if marker is not None:
+            if marker.state == "done":
+                return None
+            return str(marker.error or "failed") if marker.state == "failed" else IN_PROGRESS
+        assert row.to_workflow_id is not None
+        kind, position = action.kind, action.position
+        fn = self.executors.get(kind)
+        assert fn is not None
+        ctx = self._context(action, task, row.to_workflow_id, step.id, self._entry_trigger, entry_id=row.id,
+                            session_id=row.session_id, key=f"entry:{row.id}:{position}:{kind}")
+        try:
+            with tx.unit() as sp:
+                if not sp.claim_marker(row.id, position, kind):
+                    return None  # another delivery has it
+                effects = fn(action.args, replace(ctx, store=sp)) or ()
+                sp.finish_marker(row.id, position, "done")
+        except StoreError:
+            raise
+        except Exception as exc:  # ActionFailed: an ordinary failure; anything else: a contained fault
+            panic = not isinstance(exc, ActionFailed)
+            message = f"{type(exc).__name__}: {exc}" if panic else str(exc)
+            self.counters.add("executor_failures")
+            if panic:
+                pending.append(("error", "error", None, {"task": task.id, "session": row.session_id, "kind": kind,
+                                                         "message": message}))
+            if tx.claim_marker(row.id, position, kind):
+                tx.finish_marker(row.id, position, "failed", message)
+            return message
+        for effect in effects:
+            pending.append(("effect", "info", None, {"kind": kind, "task": task.id, "step": step.id,
+                                                     "entry_id": row.id,
+                                                     **{k: v for k, v in effect.items() if k != "kind"}}))
+        return None
+
+    def _entry_action(self, row: LedgerRow, task: TaskState, step: PlanStep, action: PlanAction,
+                      marker: Any) -> str | None:
+        """Run one dispatched entry action at most once per entry; return its error (None: ok)."""
+        if marker is not None and marker.state == "done":
+            return None
+        if marker is not None and marker.state == "failed":
+            return str(marker.error or "failed")
+        if marker is not None:  # in_progress: claimed by a delivery still running it, or one a crash cut short
+            return IN_PROGRESS
+        assert row.to_workflow_id is not None
+        kind = action.kind
+        key = f"entry:{row.id}:{action.position}:{kind}"
+        fn = self.executors.get(kind)
+        if fn is None:
+            self._warn_missing(row.to_workflow_id, step.id, kind, task.id, row.session_id)
+            if self.store.claim_marker(row.id, action.position, kind):
+                self.store.finish_marker(row.id, action.position, "failed", "no executor")
+            return "no executor"
+        ctx = self._context(action, task, row.to_workflow_id, step.id, self._entry_trigger, entry_id=row.id,
+                            session_id=row.session_id, key=key)
+        effects: Sequence[Effect] = ()
+        # Whether this position's marker exists when a failure is recorded: a pre-existing marker, or
+        # the one a host executor's call claimed outside any unit (a unit's claim is undone with it).
+        held = marker is not None
+        try:
+            if self.executors.is_transactional(kind):
+                with self.store.unit() as tx:
+                    if marker is None and not tx.claim_marker(row.id, action.position, kind):
+                        return None  # another delivery has it
+                    effects = fn(action.args, replace(ctx, store=tx)) or ()
+                    tx.finish_marker(row.id, action.position, "done")
+            else:
+                if marker is None:
+                    if not self.store.claim_marker(row.id, action.position, kind):
+                        return None
+                    held = True
+                effects = self._call(fn, action.args, ctx)
+                self.store.finish_marker(row.id, action.position, "done")
+        except _Failure as failure:
+            self._record_failure(failure, task.id, row.session_id, kind)
+            self._mark_failed(row.id, action.position, kind, failure.message, had_marker=held)
+            return failure.message
+        except ActionFailed as exc:
+            self._record_failure(_Failure(str(exc)), task.id, row.session_id, kind)
+            self._mark_failed(row.id, action.position, kind, str(exc), had_marker=held)
+            return str(exc)
+        except StoreError:
+            raise
+        except Exception as exc:  # an executor fault inside the unit
+            fault = _Failure(f"{type(exc).__name__}: {exc}", panic=True)
+            self._record_failure(fault, task.id, row.session_id, kind)
+            self._mark_failed(row.id, action.position, kind, fault.message, had_marker=held)
+            return fault.message
+        self._emit_effects(effects, kind, task.id, step.id, entry_id=row.id)
+        return None
+
+    def _mark_failed(self, entry_id: int, position: int, kind: str, error: str, *, had_marker: bool) -> None:
+        if had_marker or self.store.claim_marker(entry_id, position, kind):
+            self.store.finish_marker(entry_id, position, "failed", error)

@@ -1,0 +1,124 @@
+"""A host event in, a dispatch sequence's outcome out: first-match-wins guards, then the trigger (RUNTIME.md §3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .decisions import DecisionDispatch
+from .errors import (
+    RuntimeFault,
+)
+from .expr import evaluate, lookup
+from .plan import (
+    BinX,
+    LoadStep,
+    NotX,
+    PathX,
+    PlanExpr,
+    PlanSequence,
+    SkipStep,
+)
+from .records import MESSAGES, Level
+from .results import DispatchResult
+
+__all__ = ["SequenceDispatch"]
+
+
+class SequenceDispatch(DecisionDispatch):
+    """Dispatch sequences (RUNTIME.md §3): guards first-match-wins, loads, operation id, payload."""
+
+    # ---- dispatch sequences: first match wins ---------------------------------------------------------
+    def dispatch(self, sequence: str, event: Mapping[str, Any], *, host: Mapping[str, Any] | None = None) -> DispatchResult:
+        """Run a `dispatch` block for a host event (RUNTIME.md §3).  Never raises for engine errors."""
+        seq = self._sequences.get(sequence)
+        if seq is None:
+            raise RuntimeFault(f"no dispatch sequence `{sequence}` (known: {', '.join(self._sequences) or 'none'})")
+        label = {"sequence": seq.name}
+        task_id = str(event.get("task_id") or "")
+        session_id = str(event.get("session_id") or "") or None
+        try:
+            return self._dispatch(seq, dict(event), {**self.host, **(host or {})}, label, task_id, session_id)
+        except Exception as exc:  # an engine error: one ERROR record, never raised to the host
+            message = f"{type(exc).__name__}: {exc}"
+            self.emit("dispatch", "error", MESSAGES["dispatch_error"], trigger=seq.trigger, task=task_id,
+                      session=session_id, step=None, operation_id=None, actions=[], error=message,
+                      sequence=seq.name)
+            self.emit("outcome", "silent", **label, result="error", guard=None, task=task_id)
+            return DispatchResult("error", seq.name, error=message)
+
+    def _skip(self, seq: PlanSequence, guard: str, level: Level, message: str | None, task_id: str,
+              session_id: str | None, label: Mapping[str, Any], **why: Any) -> DispatchResult:
+        self.counters.skip(guard)
+        if level != "silent":
+            # `why`: what made the guard match (the values its condition read, or the loader's error),
+            # so a record names e.g. the blocking session (the on_agent_error seed's AC-F5)
+            self.emit("skip", level, message or guard, sequence=seq.name, guard=guard, level=level,
+                      task=task_id, session=session_id, **why)
+        self.emit("outcome", "silent", **label, result="skipped", guard=guard, task=task_id)
+        return DispatchResult("skipped", seq.name, guard=guard)
+
+    def _dispatch(self, seq: PlanSequence, event: dict[str, Any], host: dict[str, Any], label: Mapping[str, Any],
+                  task_id: str, session_id: str | None) -> DispatchResult:
+        scope: dict[str, Any] = {"event": event, "host": host}
+        for step in seq.steps:
+            if isinstance(step, SkipStep):
+                if evaluate(step.when, scope):
+                    values = {".".join(p): lookup(scope, p) for p in _paths(step.when)}
+                    return self._skip(seq, step.guard, step.level, step.message, task_id, session_id, label,
+                                      values=values)
+                continue
+            assert isinstance(step, LoadStep)
+            loader = self.loaders.get(step.loader)
+            arg = evaluate(step.args[0], scope) if step.args else None
+            outcome = None
+            if loader is None:
+                raise RuntimeFault(f"no loader registered for record `{step.loader}`")
+            why: dict[str, Any] = {}
+            try:
+                loaded = loader(arg, event)
+            except Exception as exc:
+                outcome = step.on_error
+                if outcome is None:
+                    raise
+                why["error"] = f"{type(exc).__name__}: {exc}"
+            else:
+                if loaded is None:
+                    outcome = step.on_missing
+                    if outcome is None:
+                        raise RuntimeFault(f"`{step.loader}({arg!r})` is missing and the sequence has no "
+                                           "`missing` case")
+                else:
+                    scope[step.name] = loaded
+                    continue
+            return self._skip(seq, outcome.guard, outcome.level, outcome.message, task_id, session_id, label, **why)
+        operation_id = None
+        for op in seq.operations:
+            if op.when is None or evaluate(op.when, scope):
+                operation_id = "".join(p if isinstance(p, str) else str(lookup(scope, p) or "") for p in op.parts)
+                break
+        payload = {name: evaluate(expr, scope) for name, expr in seq.payload.items()}
+        fire = self._fire(seq.trigger, task_id, session_id=session_id, payload=payload, operation_id=operation_id,
+                          outcome_label=label)
+        result = {"dispatched": "dispatched", "idempotent": "idempotent", "error": "error"}[fire.result]
+        return DispatchResult(result, seq.name, operation_id=operation_id, payload=payload, fire=fire,  # type: ignore[arg-type]
+                              error=fire.error)
+
+
+def _paths(expr: PlanExpr) -> list[tuple[str, ...]]:
+    """The field paths an expression reads, in order, each once."""
+    found: list[tuple[str, ...]] = []
+
+    def walk(e: PlanExpr) -> None:
+        if isinstance(e, PathX):
+            if e.path not in found:
+                found.append(e.path)
+        elif isinstance(e, NotX):
+            walk(e.arg)
+        elif isinstance(e, BinX):
+            walk(e.left)
+            walk(e.right)
+
+    walk(expr)
+    return found

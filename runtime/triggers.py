@@ -1,0 +1,201 @@
+"""A trigger, a task and a payload in, the step's handler run abort-on-first out (RUNTIME.md §2).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from .arrivals import Arrivals
+from .core import _Failure
+from .errors import (
+    ActionFailed,
+    PayloadError,
+    RuntimeFault,
+    UnknownStepError,
+    UnknownTriggerError,
+)
+from .plan import (
+    PlanAction,
+)
+from .quorum import evaluate as evaluate_quorum
+from .records import MESSAGES, Level
+from .results import ArrivalResult, FireResult
+from .store import StoreError, TaskState
+
+__all__ = ["TriggerDispatch"]
+
+
+class TriggerDispatch(Arrivals):
+    """Every trigger but step entry (RUNTIME.md §2): abort-on-first, first eligible transition wins."""
+
+    # ---- other triggers: abort-on-first -------------------------------------------------------------
+    def fire(self, trigger: str, task_id: str, *, session_id: str | None = None,
+             payload: Mapping[str, Any] | None = None, operation_id: str | None = None) -> FireResult:
+        """Run a step's handler for a non-entry trigger (RUNTIME.md §2)."""
+        return self._fire(trigger, task_id, session_id=session_id, payload=payload, operation_id=operation_id,
+                          outcome_label={"trigger": trigger})
+
+    def _check_payload(self, trigger: str, payload: Mapping[str, Any] | None) -> dict[str, Any]:
+        trig = self._triggers.get(trigger)
+        if trig is None:
+            raise UnknownTriggerError(f"unknown trigger `{trigger}` (known: {', '.join(self._triggers)})")
+        if trigger == self._entry_trigger:
+            raise RuntimeFault(f"`{trigger}` is the entry trigger: arrivals dispatch it (use move())")
+        if not payload and not trig.params:
+            return {}  # the common case of the kanban-era triggers: nothing to check
+        if payload is not None and not isinstance(payload, Mapping):
+            raise PayloadError(f"`{trigger}`'s payload is a mapping of field to value, not {type(payload).__name__}")
+        given = dict(payload or {})
+        names = {p.name for p in trig.params}
+        extra = sorted(set(given) - names)
+        if extra:
+            raise PayloadError(f"`{trigger}` has no payload field {', '.join(f'`{e}`' for e in extra)} "
+                               f"(fields: {', '.join(sorted(names)) or 'none'})")
+        missing = [p.name for p in trig.params if p.required and p.name not in given]
+        if missing:
+            raise PayloadError(f"`{trigger}`'s payload lacks {', '.join(f'`{m}`' for m in missing)} "
+                               f"(fields: {', '.join(f'{p.name}: {p.type}' for p in trig.params)})")
+        for p in trig.params:
+            if p.name in given:
+                problem = self._type_problem(given[p.name], p.type)
+                if problem:
+                    raise PayloadError(f"`{trigger}`'s payload field `{p.name}` ({p.type}): {problem}")
+            else:
+                given[p.name] = p.default
+        try:
+            json.dumps(given)
+        except (TypeError, ValueError) as exc:
+            raise PayloadError(f"`{trigger}`'s payload is not plain JSON data: {exc}") from None
+        return given
+
+    def _type_problem(self, value: Any, type_: str) -> str | None:
+        """Why `value` is not of the plan type `type_` (None: it is).  Record types are checked field by field;
+        `any` is anything; step, role, target and task references are strings."""
+        if type_.endswith("?"):
+            if value is None:
+                return None
+            type_ = type_[:-1]
+        if type_ == "any":
+            return None
+        if type_.startswith("list[") and type_.endswith("]"):
+            if not isinstance(value, (list, tuple)):
+                return f"expected a list, got {type(value).__name__}"
+            for i, item in enumerate(value):
+                problem = self._type_problem(item, type_[5:-1])
+                if problem:
+                    return f"item {i}: {problem}"
+            return None
+        if type_ == "map":
+            return None if isinstance(value, Mapping) else f"expected a mapping, got {type(value).__name__}"
+        record = self._records.get(type_)
+        if record is not None:
+            if not isinstance(value, Mapping):
+                return f"expected a `{type_}` mapping, got {type(value).__name__}"
+            for name, item in value.items():
+                if name not in record:
+                    return f"`{type_}` has no field `{name}`"
+                problem = self._type_problem(item, record[name])
+                if problem:
+                    return f"field `{name}`: {problem}"
+            return None
+        python = {"int": int, "bool": bool}.get(type_, str)
+        if (isinstance(value, bool) and python is not bool) or not isinstance(value, python):
+            return f"expected {type_}, got {type(value).__name__}"
+        return None
+
+    def _fire(self, trigger: str, task_id: str, *, session_id: str | None, payload: Mapping[str, Any] | None,
+              operation_id: str | None, outcome_label: Mapping[str, Any],
+              task: TaskState | None = None) -> FireResult:
+        payload = self._check_payload(trigger, payload)
+        task = task or self.task(task_id)
+        if task.workflow_id is None or task.step_id is None:
+            raise UnknownStepError(f"task `{task_id}` is at no step")
+        step = self.step(task.workflow_id, task.step_id)
+        wf_id = task.workflow_id
+        actions = step.handlers.get(trigger, ())
+        for action in actions:  # the pre-dispatch walk: warns even on an idempotent replay
+            if action.action_class != "transition" and action.kind not in self.executors:
+                self._warn_missing(wf_id, step.id, action.kind, task.id, session_id)
+        if operation_id and self.store.operation_applied(operation_id):
+            self.counters.add("idempotent")
+            self.counters.add("redeliveries_discarded")
+            # trace-only (silent): an idempotent replay writes no dispatch record (RUNTIME.md §3)
+            self.emit("redelivery_discarded", "silent", task=task.id, operation_id=operation_id, trigger=trigger)
+            self.emit("outcome", "silent", **outcome_label, result="idempotent", guard=None, task=task.id,
+                      operation_id=operation_id)
+            return FireResult("idempotent", trigger, task.id, step.id, operation_id)
+        target: str | None = None
+        chosen = False
+        executed: list[str] = []
+        for action in actions:
+            if action.action_class == "transition":
+                if chosen or action.requires_approval:
+                    continue
+                if action.guard is not None:
+                    q = self._quorum(action, task, step.id, wf_id)
+                    if not q.satisfied:
+                        self.counters.skip(f"quorum:{q.reason}")
+                        continue
+                chosen, target = True, action.target_step
+                continue
+            fn = self.executors.get(action.kind)
+            if fn is None:
+                continue
+            key = f"{operation_id}:{action.position}:{action.kind}" if operation_id else None
+            ctx = self._context(action, task, wf_id, step.id, trigger, operation_id=operation_id,
+                                session_id=session_id, payload=payload, key=key)
+            try:
+                if self.executors.is_transactional(action.kind):
+                    with self.store.unit() as tx:
+                        effects = fn(action.args, replace(ctx, store=tx)) or ()
+                else:
+                    effects = self._call(fn, action.args, ctx)
+            except (_Failure, ActionFailed, StoreError, Exception) as exc:
+                failure = exc if isinstance(exc, _Failure) else _Failure(
+                    str(exc) if isinstance(exc, (ActionFailed, StoreError)) else f"{type(exc).__name__}: {exc}",
+                    panic=not isinstance(exc, (ActionFailed, StoreError)))
+                self._record_failure(failure, task.id, session_id, action.kind)
+                self.emit("dispatch", "error", MESSAGES["dispatch_error"], trigger=trigger, task=task.id,
+                          session=session_id, step=step.id, operation_id=operation_id, actions=executed,
+                          failed_kind=action.kind, error=failure.message)
+                self.emit("outcome", "silent", **outcome_label, result="error", guard=None, task=task.id,
+                          operation_id=operation_id)
+                return FireResult("error", trigger, task.id, step.id, operation_id, tuple(executed),
+                                  error=failure.message)
+            executed.append(action.kind)
+            self._emit_effects(effects, action.kind, task.id, step.id, operation_id=operation_id)
+        self.counters.add("dispatches")
+        level: Level = "info" if actions else "debug"
+        self.emit("dispatch", level, MESSAGES["dispatch_info" if actions else "dispatch_debug"], trigger=trigger,
+                  task=task.id, session=session_id, step=step.id, operation_id=operation_id,
+                  actions=[a.kind for a in actions])
+        arrival = None
+        if target is not None and target != step.id:
+            result = self.store.move_task(task.id, wf_id, target, route="engine_transition",
+                                          actor_kind="agent" if session_id else "system", actor_id=session_id,
+                                          session_id=session_id, expected_step_id=step.id,
+                                          operation_id=operation_id, operation_trigger=trigger)
+            if result.status == "moved":
+                self.counters.add("transitions")
+                arrival = self._after_move(result.ledger, task.id, step.id, session_id)
+            else:
+                if operation_id:
+                    self.store.mark_operation(operation_id, task_id=task.id, trigger=trigger)
+                arrival = ArrivalResult("cas_lost" if result.status == "cas_lost" else "same_step", task.id,
+                                        step.id, target)
+        elif operation_id:
+            self.store.mark_operation(operation_id, task_id=task.id, trigger=trigger)
+        self.emit("outcome", "silent", **outcome_label, result="dispatched", guard=None, task=task.id,
+                  operation_id=operation_id)
+        return FireResult("dispatched", trigger, task.id, step.id, operation_id, tuple(executed), arrival)
+
+    def _quorum(self, action: PlanAction, task: TaskState, step_id: str, workflow_id: str) -> Any:
+        guard = action.guard
+        assert guard is not None
+        participants = self.store.participants(task.id, self._step_ids.get(workflow_id, (step_id,)))
+        decisions = self.store.decisions(task.id, step_id)
+        return evaluate_quorum(role=guard.role, threshold=guard.threshold, count=guard.count,
+                               participants=participants, decisions=decisions, task_id=task.id, step_id=step_id)
