@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from . import __version__
 
@@ -182,9 +182,9 @@ def _compile(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _fail(message: str) -> NoReturn:
+def _fail(message: str) -> int:
     sys.stderr.write(f"interlock: error: {message}\n")
-    raise SystemExit(EXIT_USAGE)
+    return EXIT_USAGE
 
 
 def _known_errors() -> tuple[type[Exception], ...]:
@@ -227,9 +227,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handlers[args.command](args)
     except UsageError as exc:
-        _fail(str(exc))
+        return _fail(str(exc))
     except _known_errors() as exc:
-        _fail(str(exc))
+        return _fail(str(exc))
     except KeyboardInterrupt:
         sys.stderr.write("interlock: interrupted\n")
         return 130

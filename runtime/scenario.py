@@ -163,6 +163,11 @@ def parse_scenario(text: str, name: str = "<scenario>") -> Scenario:
         lines = []
         for err in exc.errors()[:8]:
             loc = tuple(err["loc"])
+            msg_text = str(err["msg"]).removeprefix("Value error, ")
+            if loc == ("events",) and msg_text.startswith("event "):  # point at the event, not the list
+                number = msg_text.split(":", 1)[0].removeprefix("event ")
+                if number.isdigit():
+                    loc = ("events", int(number) - 1)
             line = _line_of(root, loc)
             path = ".".join(str(p) for p in loc) or "(top)"
             msg = err["msg"].removeprefix("Value error, ")
