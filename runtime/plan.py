@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -264,12 +265,88 @@ def load_plan(text: str | bytes, *, verify_digest: bool = True) -> Plan:
     return plan
 
 
+def value_problem(value: Any, type_: str, records: Mapping[str, Mapping[str, str]]) -> str | None:
+    """Why `value` is not of the plan type `type_` (None: it is).  Record types are checked field by
+    field; `any` is anything; step, role, target and task references are strings; a threshold is a name
+    or `{threshold, count}`."""
+    if type_.endswith("?"):
+        if value is None:
+            return None
+        type_ = type_[:-1]
+    if type_ == "any":
+        return None
+    if type_.startswith("list[") and type_.endswith("]"):
+        if not isinstance(value, (list, tuple)):
+            return f"expected a list, got {type(value).__name__}"
+        for i, item in enumerate(value):
+            problem = value_problem(item, type_[5:-1], records)
+            if problem:
+                return f"item {i}: {problem}"
+        return None
+    if type_ == "map":
+        return None if isinstance(value, Mapping) else f"expected a mapping, got {type(value).__name__}"
+    if type_ == "threshold":
+        if isinstance(value, str) or (isinstance(value, Mapping) and isinstance(value.get("threshold"), str)):
+            return None
+        return f"expected a threshold, got {type(value).__name__}"
+    record = records.get(type_)
+    if record is not None:
+        if not isinstance(value, Mapping):
+            return f"expected a `{type_}` mapping, got {type(value).__name__}"
+        for name, item in value.items():
+            if name not in record:
+                return f"`{type_}` has no field `{name}`"
+            problem = value_problem(item, record[name], records)
+            if problem:
+                return f"field `{name}`: {problem}"
+        return None
+    python = {"int": int, "bool": bool}.get(type_, str)
+    if (isinstance(value, bool) and python is not bool) or not isinstance(value, python):
+        return f"expected {type_}, got {type(value).__name__}"
+    return None
+
+
+def _action_problems(action: PlanAction, kind: PlanKind | None, roles: set[str],
+                     records: Mapping[str, Mapping[str, str]], where: str) -> list[str]:
+    """What an action's resolved arguments get wrong about its kind's declaration."""
+    if kind is None:
+        return []
+    problems: list[str] = []
+    label = f"{where}: `{action.kind}`"
+    if action.action_class != kind.action_class:
+        problems.append(f"{label} is a {kind.action_class} kind, the action says {action.action_class}")
+    params = {p.name: p for p in kind.params}
+    for name in sorted(set(action.args) - set(params)):
+        problems.append(f"{label} has no parameter `{name}`")
+    for p in kind.params:
+        value = action.args.get(p.name)
+        if value is None:
+            if p.required:
+                problems.append(f"{label} lacks its required argument `{p.name}`")
+            continue
+        problem = value_problem(value, p.type, records)
+        if problem:
+            problems.append(f"{label} argument `{p.name}` ({p.type}): {problem}")
+        elif p.type.rstrip("?") == "role" and value not in roles:
+            problems.append(f"{label} argument `{p.name}` names undeclared role `{value}`")
+    if action.guard is not None and action.guard.role not in roles:
+        problems.append(f"{label} guard names undeclared role `{action.guard.role}`")
+    step_arg = action.args.get("step")
+    if kind.action_class == "transition" and isinstance(step_arg, str) and step_arg != action.target_step:
+        problems.append(f"{label} moves to `{step_arg}` but its target is `{action.target_step}`")
+    return problems
+
+
 def reference_problems(plan: Plan) -> list[str]:
     """What a schema-valid plan names but does not declare (a compiler never writes such a plan;
     a hand-edited one given a fresh digest can).  Empty when every reference resolves."""
     problems: list[str] = []
     triggers = {t.name for t in plan.triggers}
     kinds = {k.name for k in plan.kinds}
+    kind_decls = {k.name: k for k in plan.kinds}
+    roles = set(plan.roles)
+    records = {r.name: r.fields for r in plan.records}
+    policy = plan.entry_policy
     workflow_ids = [wf.id for wf in plan.workflows]
     for wf_id in sorted({w for w in workflow_ids if workflow_ids.count(w) > 1}):
         problems.append(f"workflow `{wf_id}` is declared twice")
@@ -294,6 +371,16 @@ def reference_problems(plan: Plan) -> list[str]:
                         problems.append(f"{where}: `{trigger}` action `{action.kind}` is not a kind of the plan")
                     if action.target_step is not None and action.target_step not in step_ids:
                         problems.append(f"{where}: `{trigger}` transition to unknown step `{action.target_step}`")
+                    problems.extend(_action_problems(action, kind_decls.get(action.kind), roles, records,
+                                                     f"{where}, `{trigger}`"))
+            declared = step.handlers.get(policy.trigger, ())
+            for action in step.entry_dispatch:
+                problems.extend(_action_problems(action, kind_decls.get(action.kind), roles, records,
+                                                 f"{where}, entry"))
+            if [a for a in declared if a.kind in policy.dispatch] != list(step.entry_dispatch):
+                problems.append(f"{where}: its entry dispatch list does not match its `{policy.trigger}` handler")
+            if [a.kind for a in declared if a.kind in policy.exclude] != list(step.entry_inline):
+                problems.append(f"{where}: its inline entry kinds do not match its `{policy.trigger}` handler")
             for action in step.entry_dispatch:
                 if action.kind not in plan.entry_policy.dispatch:
                     problems.append(f"{where}: entry action `{action.kind}` is not in the entry policy's dispatch list")

@@ -17,9 +17,7 @@ from .errors import (
     UnknownStepError,
     UnknownTriggerError,
 )
-from .plan import (
-    PlanAction,
-)
+from .plan import PlanAction, value_problem
 from .quorum import evaluate as evaluate_quorum
 from .records import MESSAGES, Level
 from .results import ArrivalResult, FireResult
@@ -72,39 +70,7 @@ class TriggerDispatch(Arrivals):
         return given
 
     def _type_problem(self, value: Any, type_: str) -> str | None:
-        """Why `value` is not of the plan type `type_` (None: it is).  Record types are checked field by field;
-        `any` is anything; step, role, target and task references are strings."""
-        if type_.endswith("?"):
-            if value is None:
-                return None
-            type_ = type_[:-1]
-        if type_ == "any":
-            return None
-        if type_.startswith("list[") and type_.endswith("]"):
-            if not isinstance(value, (list, tuple)):
-                return f"expected a list, got {type(value).__name__}"
-            for i, item in enumerate(value):
-                problem = self._type_problem(item, type_[5:-1])
-                if problem:
-                    return f"item {i}: {problem}"
-            return None
-        if type_ == "map":
-            return None if isinstance(value, Mapping) else f"expected a mapping, got {type(value).__name__}"
-        record = self._records.get(type_)
-        if record is not None:
-            if not isinstance(value, Mapping):
-                return f"expected a `{type_}` mapping, got {type(value).__name__}"
-            for name, item in value.items():
-                if name not in record:
-                    return f"`{type_}` has no field `{name}`"
-                problem = self._type_problem(item, record[name])
-                if problem:
-                    return f"field `{name}`: {problem}"
-            return None
-        python = {"int": int, "bool": bool}.get(type_, str)
-        if (isinstance(value, bool) and python is not bool) or not isinstance(value, python):
-            return f"expected {type_}, got {type(value).__name__}"
-        return None
+        return value_problem(value, type_, self._records)
 
     def _fire(self, trigger: str, task_id: str, *, session_id: str | None, payload: Mapping[str, Any] | None,
               operation_id: str | None, outcome_label: Mapping[str, Any],

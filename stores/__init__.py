@@ -15,6 +15,7 @@ first used, so `MemoryStore` works without them.
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
 
 from .memory import MemoryStore
@@ -63,6 +64,14 @@ def open_store(url: str, *, create: bool = True) -> Store:
     from .sql import SqlStore
 
     engine = make_engine(url)
+    database = engine.url.database
+    if (not create and engine.url.get_backend_name() == "sqlite" and database and not is_memory_url(engine.url)
+            and not os.path.exists(database)):
+        engine.dispose()
+        from interlock.runtime.store import StoreError
+
+        raise StoreError(f"no SQLite database at {database}: create it with `interlock db upgrade --url {url}` "
+                         "(or open it with create=True)")
     try:
         upgraded = create or is_memory_url(engine.url)
         if upgraded:

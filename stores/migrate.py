@@ -86,6 +86,9 @@ def upgrade_engine(engine: Engine) -> str:
         with memory_lock(engine) or nullcontext(), _ALEMBIC_LOCK, engine.connect() as conn:
             conn.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
             with conn.begin():
+                current = _revision(conn)
+                if current is not None and not _known(current):  # never hand alembic a revision it cannot find
+                    raise _newer(current, engine)
                 config.attributes["connection"] = conn
                 command.upgrade(config, "head")
                 revision = _revision(conn)
@@ -123,10 +126,14 @@ def check_schema(engine: Engine) -> None:
     if current == head:
         return
     if current is not None and not _known(current):
-        raise StoreError(f"database schema is at revision {current}, which this interlock (head {head}) does not "
-                         f"know: {display_url(engine.url)} was upgraded by a newer interlock; upgrade interlock")
+        raise _newer(current, engine)
     raise StoreError(f"database schema is at revision {current or 'none'}, this interlock needs {head}: "
                      f"{upgrade_hint(engine.url)}")
+
+
+def _newer(current: str, engine: Engine) -> StoreError:
+    return StoreError(f"database schema is at revision {current}, which this interlock (head {head_revision()}) "
+                      f"does not know: {display_url(engine.url)} was upgraded by a newer interlock; upgrade interlock")
 
 
 def _known(revision: str) -> bool:
