@@ -1,9 +1,12 @@
 """Database URLs in, configured SQLAlchemy engines and `StoreError`s out.
 
-SQLite is set up for correctness under concurrency: SQLAlchemy emits BEGIN itself (the
-sqlite3 module's legacy transaction control is switched off), write units begin with
-`BEGIN IMMEDIATE` so writers queue on the busy timeout instead of failing on an upgrade
-from a read lock, file databases use WAL, and foreign keys are enforced.  An in-memory
+SQLite is set up for correctness under concurrency: the sqlite3 module's legacy transaction
+control is switched off, so BEGIN is always explicit — SQLAlchemy emits it for its own
+connections (migrations, hosts; `BEGIN_OPTION` picks the mode) and `SqlStore` issues it on
+the DBAPI connection itself; write transactions begin with `BEGIN IMMEDIATE` so writers
+queue on the busy timeout instead of failing on an upgrade from a read lock; file databases
+use WAL with `synchronous = NORMAL` (no fsync per commit; a power loss can lose the last
+commits but never corrupts), and foreign keys are enforced.  An in-memory
 database is one shared connection (`StaticPool`), so every thread sees the same data;
 callers serialise its transactions with the engine's `memory_lock`.
 """

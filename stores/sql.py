@@ -1,35 +1,55 @@
-"""Store calls in, rows of the interlock tables out: the `Store` protocol on SQLAlchemy Core (`SqlStore`), durable.
+"""Store calls in, rows of the interlock tables out: the `Store` protocol on SQLite and PostgreSQL (`SqlStore`), durable.
 
 SQLite (file or in-memory) and PostgreSQL.  Every call is one short transaction unless
 it runs on a store bound by `unit()`; calls on the unbound store from the thread that
 holds an open unit join that unit (the in-memory store behaves the same), so a callback
 inside a unit cannot deadlock against it.
 
+Execution: SQLAlchemy owns the engine, the pool, the connection settings
+(`stores.engine`), the schema and the migrations; the store's own statements are fixed
+SQL texts, turned into the dialect's parameter style once per engine, and run on the
+pooled DBAPI connection directly, with BEGIN/COMMIT/SAVEPOINT issued by the store.  An
+arrival with entry dispatch is about seventeen statements, and SQLAlchemy's per-statement
+execution machinery cost ten times the statement itself (profiled: statement
+construction, cache keys, result wrapping).  Driver errors are wrapped as SQLAlchemy
+would (`DBAPIError.instance`), so `StoreError` messages are unchanged, and a connection
+found dead is invalidated in the pool.
+
+Transactions: write calls and units begin `BEGIN IMMEDIATE` on SQLite (writers queue on
+the busy timeout instead of failing on a lock upgrade) and `BEGIN` on PostgreSQL.  An
+unbound read is one statement in autocommit mode (no BEGIN/COMMIT round trips); inside
+a unit it joins the unit.  Nested units are savepoints.
+
 Concurrency (RUNTIME.md §4): every insert-if-absent is `INSERT … ON CONFLICT DO NOTHING`
 on the natural key and answers from the row count, so a delivery made by many processes
-at once takes effect once.  `move_task` reads the task row `FOR UPDATE` on PostgreSQL
-(SQLite write units begin IMMEDIATE, which serialises writers), so the compare-and-swap
-is exact and every ledger row's `from` is the previous row's `to`.  On PostgreSQL
-`ensure_seat` takes a transaction advisory lock on (task, role), so its workflow-wide
-existence check and insert are one step, and `record_decision` one on the decider's
-key, so supersede-and-insert never races; the unique indexes stay the backstop
+at once takes effect once.  Entry records and markers are inserted only if their ledger
+row exists (`INSERT … SELECT … WHERE EXISTS`): one statement, and a bad entry id is a
+`StoreError` that leaves a PostgreSQL transaction usable; the foreign key stays the
+backstop.  `move_task` reads the task row `FOR UPDATE` on PostgreSQL (SQLite write units
+begin IMMEDIATE, which serialises writers), so the compare-and-swap is exact and every
+ledger row's `from` is the previous row's `to`.  On PostgreSQL `ensure_seat` takes a
+transaction advisory lock on (task, role), so its workflow-wide existence check and
+insert are one step, and `record_decision` one on the decider's key, so
+supersede-and-insert never races; the unique indexes stay the backstop
 (`record_decision` retries in a savepoint if a writer that bypasses the lock wins).
 """
 
 from __future__ import annotations
 
+import os
+import re
+import sqlite3
 import threading
 import weakref
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import Column, Connection, Engine, Executable, Insert, Row, Table, and_, select, text
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Engine, event
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError
 
 from interlock.runtime.store import (
     Decision,
@@ -61,10 +81,8 @@ from ._common import (
     payload_value,
     steps_tuple,
 )
-from .engine import ADVISORY_NAMESPACE, BEGIN_OPTION, make_engine, memory_lock, store_error
-from .ledger import insert_ledger_row, supports_returning
+from .engine import ADVISORY_NAMESPACE, make_engine, memory_lock, store_error
 from .migrate import check_schema
-from .schema import decisions, entries, entry_markers, operations, participants, runs, step_transitions, tasks
 
 __all__ = ["SqlStore"]
 
@@ -77,12 +95,132 @@ DECISION_LOCK_KEY = 3
 _DECISION_ATTEMPTS = 3
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
+# ---- statements ---------------------------------------------------------------------------------------------
+# `:name` parameters; PostgreSQL gets `%(name)s` (see `_Shared.sql`).  Column lists are spelled out so rows
+# come back as plain tuples in a known order.  "position" and "trigger" are quoted: keywords on some dialects.
+
+_TASK_COLS = "id, workflow_id, step_id, description, is_from_office, is_ephemeral, archived"
+_LEDGER_COLS = "id, task_id, from_workflow_id, from_step_id, to_workflow_id, to_step_id, route, actor_kind, " \
+               "actor_id, session_id"
+_PARTICIPANT_COLS = 'id, task_id, workflow_id, step_id, role, agent, decision_required, "position"'
+_DECISION_COLS = "id, task_id, step_id, decider_type, decider_id, role, verdict, session_id"
+
+Q_TASK = f"SELECT {_TASK_COLS} FROM interlock_tasks WHERE id = :id"
+I_TASK = ("INSERT INTO interlock_tasks (id, workflow_id, step_id, description, is_from_office, is_ephemeral, "
+          "archived, created_at, updated_at) VALUES (:id, :workflow_id, :step_id, :description, :is_from_office, "
+          ":is_ephemeral, :archived, :now, :now)")
+PUT_TASK = (I_TASK + " ON CONFLICT (id) DO UPDATE SET workflow_id = excluded.workflow_id, step_id = "
+            "excluded.step_id, description = excluded.description, is_from_office = excluded.is_from_office, "
+            "is_ephemeral = excluded.is_ephemeral, archived = excluded.archived, updated_at = excluded.updated_at")
+CREATE_TASK = I_TASK + " ON CONFLICT (id) DO NOTHING"
+U_TASK_STEP = "UPDATE interlock_tasks SET workflow_id = :workflow_id, step_id = :step_id, updated_at = :now " \
+              "WHERE id = :id"
+
+I_LEDGER = ("INSERT INTO interlock_step_transitions (task_id, from_workflow_id, from_step_id, to_workflow_id, "
+            "to_step_id, route, actor_kind, actor_id, session_id, occurred_at) VALUES (:task_id, "
+            ":from_workflow_id, :from_step_id, :to_workflow_id, :to_step_id, :route, :actor_kind, :actor_id, "
+            ":session_id, :now)")
+Q_LEDGER_ROW = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions WHERE id = :id"
+Q_LEDGER_ID = "SELECT 1 FROM interlock_step_transitions WHERE id = :id"
+Q_LEDGER = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions ORDER BY id"
+Q_LEDGER_OF = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions WHERE task_id = :task_id ORDER BY id"
+Q_UNRECORDED = (f"SELECT {', '.join('t.' + c.strip() for c in _LEDGER_COLS.split(','))} "
+                "FROM interlock_step_transitions t LEFT OUTER JOIN interlock_entries e ON e.entry_id = t.id "
+                "WHERE t.to_step_id IS NOT NULL AND e.entry_id IS NULL ORDER BY t.id LIMIT :limit")
+
+_IF_LEDGER_ROW = "WHERE EXISTS (SELECT 1 FROM interlock_step_transitions WHERE id = :entry_id)"
+Q_ENTRY = "SELECT task_id, workflow_id, step_id, attempted, failed FROM interlock_entries WHERE entry_id = :id"
+I_ENTRY = ("INSERT INTO interlock_entries (entry_id, task_id, workflow_id, step_id, attempted, failed, recorded_at) "
+           f"SELECT :entry_id, :task_id, :workflow_id, :step_id, :attempted, :failed, :now {_IF_LEDGER_ROW} "
+           "ON CONFLICT (entry_id) DO NOTHING")
+Q_MARKERS = 'SELECT "position", kind, state, error FROM interlock_entry_markers WHERE entry_id = :id ORDER BY "position"'
+I_MARKER = ('INSERT INTO interlock_entry_markers (entry_id, "position", kind, state, error, claimed_at, updated_at) '
+            f"SELECT :entry_id, :position, :kind, 'in_progress', NULL, :now, :now {_IF_LEDGER_ROW} "
+            'ON CONFLICT (entry_id, "position") DO NOTHING')
+U_MARKER = ("UPDATE interlock_entry_markers SET state = :state, error = :error, updated_at = :now "
+            'WHERE entry_id = :entry_id AND "position" = :position')
+
+Q_OPERATION = "SELECT 1 FROM interlock_operations WHERE operation_id = :id"
+I_OPERATION = ('INSERT INTO interlock_operations (operation_id, task_id, "trigger", applied_at) '
+               "VALUES (:id, :task_id, :trigger, :now) ON CONFLICT (operation_id) DO NOTHING")
+
+I_RUN = ("INSERT INTO interlock_runs (idempotency_key, task_id, step_id, agent, reason, payload, entry_id, "
+         "operation_id, created_at) VALUES (:key, :task_id, :step_id, :agent, :reason, :payload, :entry_id, "
+         ":operation_id, :now) ON CONFLICT (idempotency_key) DO NOTHING")
+_RUN_COLS = "idempotency_key, task_id, step_id, agent, reason, payload, entry_id, operation_id"
+Q_RUNS = f"SELECT {_RUN_COLS} FROM interlock_runs ORDER BY id"
+Q_RUNS_OF = f"SELECT {_RUN_COLS} FROM interlock_runs WHERE task_id = :task_id ORDER BY id"
+
+PUT_PARTICIPANT = ('INSERT INTO interlock_participants (task_id, step_id, role, agent, workflow_id, '
+                   'decision_required, "position") VALUES (:task_id, :step_id, :role, :agent, :workflow_id, '
+                   ':decision_required, :position) ON CONFLICT (task_id, step_id, role, agent) DO UPDATE SET '
+                   'workflow_id = excluded.workflow_id, decision_required = excluded.decision_required, '
+                   '"position" = excluded."position"')
+I_SEAT = ('INSERT INTO interlock_participants (task_id, workflow_id, step_id, role, agent, decision_required, '
+          "\"position\") VALUES (:task_id, '', :step_id, :role, :agent, :decision_required, 0) "
+          "ON CONFLICT (task_id, step_id, role, agent) DO NOTHING")
+ADVISORY_LOCK = "SELECT pg_advisory_xact_lock(CAST(:ns AS integer), hashtext(:key))"
+
+_SAME_DECIDER = ("task_id = :task_id AND step_id = :step_id AND decider_type = :decider_type AND "
+                 "decider_id = :decider_id AND role = :role AND superseded_at IS NULL")
+SUPERSEDE = f"UPDATE interlock_decisions SET superseded_at = :now WHERE {_SAME_DECIDER}"
+I_DECISION = ("INSERT INTO interlock_decisions (task_id, step_id, decider_type, decider_id, role, verdict, "
+              "session_id, decided_at) VALUES (:task_id, :step_id, :decider_type, :decider_id, :role, :verdict, "
+              ":session_id, :now)")
+Q_DECISIONS = (f"SELECT {_DECISION_COLS} FROM interlock_decisions WHERE task_id = :task_id AND step_id = :step_id "
+               "AND superseded_at IS NULL ORDER BY id")
+CLEAR_DECISIONS = ("UPDATE interlock_decisions SET superseded_at = :now WHERE task_id = :task_id AND "
+                   "step_id = :step_id AND superseded_at IS NULL")
+
+_PARAM = re.compile(r"(?<![:\w]):(\w+)")
+
+
+def _in_list(prefix: str, values: tuple[str, ...], params: dict[str, Any]) -> str:
+    """`(:prefix0, :prefix1, …)` for an IN list, its values added to `params`."""
+    names = [f"{prefix}{i}" for i in range(len(values))]
+    params.update(zip(names, values))
+    return "(" + ", ".join(":" + n for n in names) + ")"
+
+
+# ---- connections and transactions ---------------------------------------------------------------------------
+
+IDLE_CONNECTIONS = 4
+"""Connections a store keeps checked out between its transactions (per engine), so a transaction costs no pool
+checkout, no reset-on-return and (PostgreSQL) no pre-ping round trip.  More concurrent transactions than this
+check out from SQLAlchemy's pool as usual and return there."""
+
+
+class _Tx:
+    """One pooled DBAPI connection (`fairy`) the store works on: its cursor, the savepoint depth of its open
+    transaction, whether it was found dead."""
+
+    __slots__ = ("cursor", "dbapi", "dead", "depth", "fairy", "stamp")
+
+    def __init__(self, fairy: Any) -> None:
+        self.fairy = fairy
+        self.dbapi = fairy.driver_connection
+        self.cursor = fairy.cursor()
+        self.depth = 0
+        self.dead = False
+        self.stamp: Any = None  # the transaction's timestamp, taken at its first write (`_Shared.stamp`)
+
+
+_ALL_SHARED: weakref.WeakSet[_Shared] = weakref.WeakSet()
+
+
+def _forget_idle_connections() -> None:
+    """In a forked child: drop (never use, never close) the parent's idle connections."""
+    for shared in list(_ALL_SHARED):
+        shared.idle = []
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_idle_connections)
 
 
 class _Shared:
-    """What every store over one engine shares: the engine, its dialect facts and each thread's open unit.
+    """What every store over one engine shares: the engine, its dialect's statements, idle connections and each
+    thread's open unit.
 
     One per engine (`for_engine`), so two `SqlStore`s over the same engine see each
     other's open unit on a thread instead of opening a second transaction beside it."""
@@ -107,41 +245,308 @@ class _Shared:
         self.postgres = self.dialect == "postgresql"
         self.lock = memory_lock(engine)
         self.local = threading.local()
-        self.returning: bool | None = None  # learnt on the first connection
+        self.dbapi = engine.dialect.loaded_dbapi
+        self.error_class: type[Exception] = self.dbapi.Error
+        self.returning = self.postgres or sqlite3.sqlite_version_info >= (3, 35)
+        self.begin = "BEGIN" if self.postgres else "BEGIN IMMEDIATE"
+        self.idle: list[_Tx] = []
+        _ALL_SHARED.add(self)
+        event.listen(engine, "engine_disposed", self._on_dispose)
+        self._sql_cache: dict[str, str] = {}
+        sql = self.sql
+        self.q_task = sql(Q_TASK)
+        self.q_task_lock = sql(Q_TASK + (" FOR UPDATE" if self.postgres else ""))
+        self.create_task = sql(CREATE_TASK)
+        self.u_task_step = sql(U_TASK_STEP)
+        self.i_ledger = sql(I_LEDGER + (" RETURNING id" if self.returning else ""))
+        self.q_ledger_row = sql(Q_LEDGER_ROW)
+        self.q_ledger_id = sql(Q_LEDGER_ID)
+        self.q_entry = sql(Q_ENTRY)
+        self.i_entry = sql(I_ENTRY)
+        self.q_markers = sql(Q_MARKERS)
+        self.i_marker = sql(I_MARKER)
+        self.u_marker = sql(U_MARKER)
+        self.q_operation = sql(Q_OPERATION)
+        self.i_operation = sql(I_OPERATION)
+        self.i_run = sql(I_RUN)
+        self.i_decision = sql(I_DECISION + (" RETURNING id" if self.returning else ""))
 
-    def open_unit(self) -> Connection | None:
-        conn: Connection | None = getattr(self.local, "conn", None)
-        return conn
+    def sql(self, text: str) -> str:
+        """`text` in the driver's parameter style (sqlite3 takes `:name` as written; psycopg `%(name)s`)."""
+        if not self.postgres:
+            return text
+        done = self._sql_cache.get(text)
+        if done is None:
+            done = self._sql_cache[text] = _PARAM.sub(r"%(\1)s", text)
+        return done
 
-    @contextmanager
-    def transaction(self, doing: str, *, write: bool) -> Iterator[Connection]:
-        """One connection and one transaction (SQLite: BEGIN IMMEDIATE when `write`); DB errors become StoreError."""
+    def now(self) -> Any:
+        """The current time as the driver binds it: SQLAlchemy's SQLite DATETIME text, or an aware datetime."""
+        now = datetime.now(UTC)
+        return now if self.postgres else now.isoformat(" ", "microseconds")[:26]  # "%Y-%m-%d %H:%M:%S.%f", faster
+
+    def stamp(self, tx: _Tx) -> Any:
+        """The timestamp of `tx`'s transaction: every row one transaction writes carries the same time (as
+        PostgreSQL's `now()` would)."""
+        stamp = tx.stamp
+        if stamp is None:
+            stamp = tx.stamp = self.now()
+        return stamp
+
+    def open_unit(self) -> _Tx | None:
+        tx: _Tx | None = getattr(self.local, "tx", None)
+        return tx
+
+    # ---- connections ----------------------------------------------------------------------------------------
+    def acquire(self, doing: str) -> tuple[_Tx, bool]:
+        """An idle connection of the store (True: it may have died while idle), else one from the pool."""
+        try:
+            return self.idle.pop(), True
+        except IndexError:
+            pass
+        try:
+            fairy = self.engine.raw_connection()
+        except DBAPIError as exc:
+            raise store_error(exc, self.url, doing) from exc
+        try:
+            tx = _Tx(fairy)
+            if self.postgres:
+                tx.dbapi.autocommit = True  # the store issues BEGIN itself; unbound reads need none
+        except BaseException as exc:
+            fairy.invalidate()
+            fairy.close()
+            if isinstance(exc, self.error_class):
+                raise self.error(exc, None, doing) from exc
+            raise
+        return tx, False
+
+    def release(self, tx: _Tx) -> None:
+        """Keep a healthy connection for the next transaction, or hand it back to the pool."""
+        if not tx.dead and len(self.idle) < IDLE_CONNECTIONS:
+            self.idle.append(tx)
+        else:
+            self.close_connection(tx)
+
+    def close_connection(self, tx: _Tx) -> None:
+        try:
+            tx.cursor.close()
+            if self.postgres and not tx.dead:
+                tx.dbapi.autocommit = False  # as SQLAlchemy's pool expects it
+        except self.error_class as exc:
+            tx.fairy.invalidate(exc)
+        finally:
+            tx.fairy.close()
+
+    def drain(self) -> None:
+        """Hand every idle connection back to the pool."""
+        idle, self.idle = self.idle, []
+        for tx in idle:
+            self.close_connection(tx)
+
+    def _on_dispose(self, _engine: Engine) -> None:
+        # Whoever disposed of the engine wants its connections closed: the idle ones too, not only the pooled ones.
+        idle, self.idle = self.idle, []
+        for tx in idle:
+            tx.fairy.invalidate()
+            tx.fairy.close()
+
+    # ---- transactions ---------------------------------------------------------------------------------------
+    def start(self, doing: str) -> _Tx:
+        """A connection with a transaction begun (SQLite: BEGIN IMMEDIATE).  A connection that died while idle
+        is dropped and the next one tried: nothing ran on it yet."""
+        while True:
+            tx, reused = self.acquire(doing)
+            try:
+                tx.cursor.execute(self.begin)
+                tx.stamp = None
+                return tx
+            except self.error_class as exc:
+                error = self.error(exc, tx, doing)
+                self.release(tx)
+                if reused and tx.dead:
+                    continue
+                raise error from exc
+
+    def finish(self, tx: _Tx, doing: str, exc: BaseException | None) -> None:
+        """End `tx`'s transaction: COMMIT if `exc` is None, else ROLLBACK; a driver error raises as `StoreError`."""
+        try:
+            if exc is None:
+                try:
+                    tx.cursor.execute("COMMIT")
+                except self.error_class as failed:
+                    error = self.error(failed, tx, doing)
+                    self.rollback(tx)
+                    raise error from failed
+            else:
+                wrapped = self.error(exc, tx, doing) if isinstance(exc, self.error_class) else None
+                self.rollback(tx)
+                if wrapped is not None:
+                    raise wrapped from exc
+        finally:
+            self.release(tx)
+
+    def rollback(self, tx: _Tx) -> None:
+        if tx.dead:
+            return
+        try:
+            if self.in_transaction(tx):
+                tx.cursor.execute("ROLLBACK")
+        except self.error_class as exc:
+            tx.dead = True
+            tx.fairy.invalidate(exc)
+
+    def in_transaction(self, tx: _Tx) -> bool:
+        if self.postgres:
+            return bool(tx.dbapi.info.transaction_status != 0)  # psycopg.pq.TransactionStatus.IDLE
+        return bool(tx.dbapi.in_transaction)
+
+    def read(self, doing: str, fn: Callable[[_Tx], Any]) -> Any:
+        """Run `fn` (one read statement) in autocommit mode: no BEGIN, no COMMIT.  A connection that died while
+        idle is dropped and the read retried on the next one."""
         guard: AbstractContextManager[Any] = self.lock if self.lock is not None else nullcontext()
         with guard:
-            try:
-                with self.engine.connect() as conn:
-                    if write and not self.postgres:
-                        conn.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
-                    if self.returning is None:
-                        self.returning = supports_returning(conn)
-                    with conn.begin():
-                        yield conn
-            except DBAPIError as exc:
-                raise store_error(exc, self.url, doing) from exc
+            while True:
+                tx, reused = self.acquire(doing)
+                try:
+                    return fn(tx)
+                except self.error_class as exc:
+                    error = self.error(exc, tx, doing)
+                    if not (reused and tx.dead):
+                        raise error from exc
+                finally:
+                    self.release(tx)
 
-    def insert(self, table: Table) -> postgresql.Insert | sqlite.Insert:
-        return postgresql.insert(table) if self.postgres else sqlite.insert(table)
+    def error(self, exc: Exception, tx: _Tx | None, doing: str) -> StoreError:
+        """A driver error as a `StoreError` (worded by `store_error`); a dead connection is invalidated."""
+        dead = False
+        if tx is not None:
+            try:
+                dead = bool(self.engine.dialect.is_disconnect(cast(Any, exc), tx.dbapi, tx.cursor))
+            except Exception:  # pragma: no cover - a dialect that cannot tell
+                dead = False
+            if dead and not tx.dead:
+                tx.dead = True
+                tx.fairy.invalidate(exc)
+        wrapped = DBAPIError.instance(None, None, exc, self.error_class, connection_invalidated=dead,
+                                      dialect=self.engine.dialect)
+        return store_error(cast(DBAPIError, wrapped), self.url, doing)
+
+
+class _Write:
+    """`with store._tx(doing) as tx:` — a write that joins the open unit (its driver errors become `StoreError`s)
+    or runs in a transaction of its own.  A class, not a generator: it runs on every write."""
+
+    __slots__ = ("doing", "guard", "own", "shared", "tx")
+
+    def __init__(self, shared: _Shared, tx: _Tx | None, doing: str) -> None:
+        self.shared = shared
+        self.tx = tx
+        self.doing = doing
+        self.own = tx is None
+        self.guard = shared.lock if self.own else None
+
+    def __enter__(self) -> _Tx:
+        if self.tx is not None:
+            return self.tx
+        if self.guard is not None:
+            self.guard.acquire()
+        try:
+            self.tx = self.shared.start(self.doing)
+        except BaseException:
+            if self.guard is not None:
+                self.guard.release()
+            raise
+        return self.tx
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        sh = self.shared
+        tx = self.tx
+        assert tx is not None
+        if not self.own:
+            if exc is not None and isinstance(exc, sh.error_class):
+                raise sh.error(exc, tx, self.doing) from exc
+            return
+        try:
+            sh.finish(tx, self.doing, exc)
+        finally:
+            if self.guard is not None:
+                self.guard.release()
+
+
+class _Savepoint:
+    """`with _Savepoint(shared, tx, doing):` — a savepoint in `tx`, rolled back (the transaction goes on) if the
+    block raises; driver errors become `StoreError`s."""
+
+    __slots__ = ("doing", "name", "shared", "tx")
+
+    def __init__(self, shared: _Shared, tx: _Tx, doing: str) -> None:
+        self.shared = shared
+        self.tx = tx
+        self.doing = doing
+        self.name = ""
+
+    def __enter__(self) -> _Tx:
+        tx = self.tx
+        tx.depth += 1
+        self.name = f"interlock_sp_{tx.depth}"
+        try:
+            tx.cursor.execute(f"SAVEPOINT {self.name}")
+        except BaseException as exc:
+            tx.depth -= 1
+            if isinstance(exc, self.shared.error_class):
+                raise self.shared.error(exc, tx, self.doing) from exc
+            raise
+        return tx
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        sh, tx, name = self.shared, self.tx, self.name
+        tx.depth -= 1
+        try:
+            if exc is None:
+                tx.cursor.execute(f"RELEASE SAVEPOINT {name}")
+                return
+            if not tx.dead:
+                tx.cursor.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                tx.cursor.execute(f"RELEASE SAVEPOINT {name}")
+        except sh.error_class as failed:
+            raise sh.error(failed, tx, self.doing) from (exc or failed)
+        if isinstance(exc, sh.error_class):
+            raise sh.error(exc, tx, self.doing) from exc
+
+
+class _Unit:
+    """What `SqlStore.unit()` returns: a transaction of its own (this thread's unit while it is open), or a
+    savepoint in the open one."""
+
+    __slots__ = ("inner", "shared", "tx")
+
+    def __init__(self, shared: _Shared, tx: _Tx | None) -> None:
+        self.shared = shared
+        self.tx = tx
+        self.inner: _Write | _Savepoint = _Write(shared, None, "in a unit") if tx is None else \
+            _Savepoint(shared, tx, "in a nested unit")
+
+    def __enter__(self) -> SqlStore:
+        tx = self.inner.__enter__()
+        if self.tx is None:
+            self.shared.local.tx = tx
+        return SqlStore._bound(self.shared, tx)
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if self.tx is None:
+            self.shared.local.tx = None
+        self.inner.__exit__(kind, exc, tb)
 
 
 class SqlStore:
-    """The `interlock.runtime.store.Store` protocol on SQLAlchemy Core; durable.
+    """The `interlock.runtime.store.Store` protocol on SQLite and PostgreSQL; durable.
 
     `SqlStore(url_or_engine)` checks once that the database is at this interlock's
     schema head (`check=False` skips it) and raises `StoreError` naming the upgrade
     command otherwise.  An engine passed in stays the caller's (`close()` leaves it
     open unless `owns_engine=True`); make it with `interlock.stores.engine.make_engine`
-    to get the SQLite settings the store relies on (WAL, busy timeout, `BEGIN
-    IMMEDIATE`, one shared connection for `sqlite://`).
+    to get the SQLite settings the store relies on (WAL, busy timeout, one shared
+    connection for `sqlite://`, the driver's own transaction handling off).
 
     Use the store that `unit()` yields from the thread that opened the unit only."""
 
@@ -151,7 +556,7 @@ class SqlStore:
         owns = not isinstance(engine, Engine) if owns_engine is None else owns_engine
         bound_engine = make_engine(engine) if not isinstance(engine, Engine) else engine
         self._owns_engine = owns
-        self._conn: Connection | None = None
+        self._conn: _Tx | None = None
         try:
             self._shared = _Shared.for_engine(bound_engine)
             if check:
@@ -162,10 +567,10 @@ class SqlStore:
             raise
 
     @classmethod
-    def _bound(cls, shared: _Shared, conn: Connection) -> SqlStore:
+    def _bound(cls, shared: _Shared, tx: _Tx) -> SqlStore:
         store = cls.__new__(cls)
         store._shared = shared
-        store._conn = conn
+        store._conn = tx
         store._owns_engine = False
         return store
 
@@ -174,79 +579,76 @@ class SqlStore:
         return self._shared.engine
 
     def close(self) -> None:
-        """Release the engine's connections if this store made the engine."""
-        if self._owns_engine and self._conn is None:
-            self._shared.engine.dispose()
+        """Hand the store's idle connections back to the pool; dispose of the engine if this store made it."""
+        if self._conn is None:
+            if self._owns_engine:
+                self._shared.engine.dispose()  # closes the idle connections too (`_on_dispose`)
+            else:
+                self._shared.drain()
 
     def __repr__(self) -> str:
         bound = " (unit)" if self._conn is not None else ""
         return f"SqlStore({self._shared.url.render_as_string(hide_password=True)!r}){bound}"
 
     # ---- transactions ---------------------------------------------------------------------------
-    @contextmanager
-    def unit(self) -> Iterator[SqlStore]:
+    def unit(self) -> _Unit:
         """A transaction: calls on the yielded store commit together or not at all.
 
         Nested on a bound store (or on the thread of an open unit) it is a savepoint: a
         nested unit that raises is rolled back and the outer one goes on."""
-        conn = self._conn if self._conn is not None else self._shared.open_unit()
-        if conn is not None:
-            try:
-                with conn.begin_nested():
-                    yield SqlStore._bound(self._shared, conn)
-            except DBAPIError as exc:
-                raise store_error(exc, self._shared.url, "in a nested unit") from exc
-            return
-        with self._shared.transaction("in a unit", write=True) as conn:
-            self._shared.local.conn = conn
-            try:
-                yield SqlStore._bound(self._shared, conn)
-            finally:
-                self._shared.local.conn = None
+        return _Unit(self._shared, self._conn if self._conn is not None else self._shared.open_unit())
 
-    @contextmanager
-    def _tx(self, doing: str, *, write: bool = True) -> Iterator[Connection]:
-        conn = self._conn if self._conn is not None else self._shared.open_unit()
-        if conn is None:
-            with self._shared.transaction(doing, write=write) as conn:
-                yield conn
-            return
+    def _tx(self, doing: str) -> _Write:
+        """A write: joins the bound or thread's unit, else one transaction of its own."""
+        return _Write(self._shared, self._conn if self._conn is not None else self._shared.open_unit(), doing)
+
+    def _read(self, doing: str, fn: Callable[[_Tx], Any]) -> Any:
+        """A read: joins the bound or thread's unit, else one autocommit statement (no BEGIN, no COMMIT)."""
+        sh = self._shared
+        tx = self._conn if self._conn is not None else sh.open_unit()
+        if tx is None:
+            return sh.read(doing, fn)
         try:
-            yield conn
-        except DBAPIError as exc:
-            raise store_error(exc, self._shared.url, doing) from exc
+            return fn(tx)
+        except sh.error_class as exc:
+            raise sh.error(exc, tx, doing) from exc
 
     # ---- tasks and the ledger -------------------------------------------------------------------
     def get_task(self, task_id: str) -> TaskState | None:
-        with self._tx("reading a task", write=False) as conn:
-            row = conn.execute(select(tasks).where(tasks.c.id == task_id)).first()
-        return _task(row) if row is not None else None
+        q = self._shared.q_task
+
+        def read(tx: _Tx) -> TaskState | None:
+            tx.cursor.execute(q, {"id": task_id})
+            row = tx.cursor.fetchone()
+            return _task(row) if row is not None else None
+
+        return cast("TaskState | None", self._read("reading a task", read))
+
+    def _task_params(self, task: TaskState, now: Any) -> dict[str, Any]:
+        return {"id": task.id, "workflow_id": clean_id(task.workflow_id), "step_id": clean_id(task.step_id),
+                "description": task.description, "is_from_office": bool(task.is_from_office),
+                "is_ephemeral": bool(task.is_ephemeral), "archived": bool(task.archived),
+                "now": now}
 
     def put_task(self, task: TaskState) -> None:
         """Insert or replace a task as pre-existing state: no ledger row, no arrival."""
-        now = _now()
-        values = _task_values(task)
-        stmt = self._shared.insert(tasks).values(id=task.id, created_at=now, updated_at=now, **values)
-        stmt = stmt.on_conflict_do_update(index_elements=[tasks.c.id], set_={**values, "updated_at": now})
-        with self._tx("writing a task") as conn:
-            conn.execute(stmt)
+        params = self._task_params(task, self._shared.now())
+        with self._tx("writing a task") as tx:
+            tx.cursor.execute(self._shared.sql(PUT_TASK), params)
 
     def create_task(self, task: TaskState, *, actor_kind: str = "system", actor_id: str | None = None,
                     session_id: str | None = None) -> MoveResult:
         """Insert a new task and write its genesis ledger row when it has a step (`StoreError` if it exists)."""
-        now = _now()
-        values = _task_values(task)
-        created = replace(task, workflow_id=values["workflow_id"], step_id=values["step_id"])
-        stmt = self._shared.insert(tasks).values(id=task.id, created_at=now, updated_at=now, **values)
-        with self._tx("creating a task") as conn:
-            if not _inserted(conn, stmt.on_conflict_do_nothing(index_elements=[tasks.c.id])):
+        params = self._task_params(task, self._shared.now())
+        created = replace(task, workflow_id=params["workflow_id"], step_id=params["step_id"])
+        with self._tx("creating a task") as tx:
+            tx.cursor.execute(self._shared.create_task, params)
+            if tx.cursor.rowcount != 1:
                 raise exists_error(task.id)
             if created.step_id is None:
                 return MoveResult("same_step", None, created)
-            row = self._write_ledger(conn, LedgerRow(
-                id=0, task_id=task.id, from_workflow_id=None, from_step_id=None,
-                to_workflow_id=created.workflow_id, to_step_id=created.step_id, route="creation",
-                actor_kind=actor_kind or "system", actor_id=actor_id, session_id=session_id), now)
+            row = self._write_ledger(tx, task.id, None, None, created.workflow_id, created.step_id, "creation",
+                                     actor_kind or "system", actor_id, session_id, params["now"])
         return MoveResult("moved", row, created)
 
     def move_task(self, task_id: str, to_workflow_id: str | None, to_step_id: str | None, *, route: str,
@@ -256,280 +658,290 @@ class SqlStore:
         """Change a task's step and write the ledger row in one transaction (see the protocol)."""
         check_route(route)
         to_wf, to_step = clean_id(to_workflow_id), clean_id(to_step_id)
-        query = select(tasks).where(tasks.c.id == task_id)
-        if self._shared.postgres:
-            query = query.with_for_update()
-        with self._tx("moving a task") as conn:
-            found = conn.execute(query).first()
+        sh = self._shared
+        with self._tx("moving a task") as tx:
+            cur = tx.cursor
+            cur.execute(sh.q_task_lock, {"id": task_id})
+            found = cur.fetchone()
             if found is None:
                 return MoveResult("unknown_task")
-            task = _task(found)
-            if expected_step_id is not None and task.step_id != expected_step_id:
-                return MoveResult("cas_lost", None, task)
-            now = _now()
+            from_wf, from_step = found[1], found[2]
+            if expected_step_id is not None and from_step != expected_step_id:
+                return MoveResult("cas_lost", None, _task(found))
+            now = sh.stamp(tx)
             row = None
-            if (task.workflow_id, task.step_id) != (to_wf, to_step):
-                conn.execute(tasks.update().where(tasks.c.id == task_id)
-                             .values(workflow_id=to_wf, step_id=to_step, updated_at=now))
-                if is_arrival(task.workflow_id, task.step_id, to_wf, to_step):
-                    row = self._write_ledger(conn, LedgerRow(
-                        id=0, task_id=task_id, from_workflow_id=task.workflow_id, from_step_id=task.step_id,
-                        to_workflow_id=to_wf, to_step_id=to_step, route=route, actor_kind=actor_kind or "system",
-                        actor_id=actor_id, session_id=session_id), now)
-                task = replace(task, workflow_id=to_wf, step_id=to_step)
+            if (from_wf, from_step) != (to_wf, to_step):
+                cur.execute(sh.u_task_step, {"id": task_id, "workflow_id": to_wf, "step_id": to_step, "now": now})
+                if is_arrival(from_wf, from_step, to_wf, to_step):
+                    row = self._write_ledger(tx, task_id, from_wf, from_step, to_wf, to_step, route,
+                                             actor_kind or "system", actor_id, session_id, now)
+                task = TaskState(found[0], to_wf, to_step, found[3], bool(found[4]), bool(found[5]), bool(found[6]))
+            else:
+                task = _task(found)
             if operation_id is not None:
-                self._mark(conn, operation_id, task_id, operation_trigger, now)
+                self._mark(tx, operation_id, task_id, operation_trigger, now)
         return MoveResult("moved" if row is not None else "same_step", row, task)
 
-    def _insert_id(self, conn: Connection, stmt: Insert, id_column: Column[Any]) -> int:
-        returning = self._shared.returning
-        if returning if returning is not None else supports_returning(conn):
-            return int(conn.execute(stmt.returning(id_column)).scalar_one())
-        rowid = conn.execute(stmt).lastrowid
+    def _advisory_lock(self, tx: _Tx, space: int, *key: str) -> None:
+        """PostgreSQL: serialise this transaction with others on the same key (SQLite writers are serial already)."""
+        if self._shared.postgres:
+            tx.cursor.execute(self._shared.sql(ADVISORY_LOCK), {"ns": ADVISORY_NAMESPACE + space,
+                                                                "key": "\x1f".join(key)})
+            tx.cursor.fetchall()
+
+    def _insert_id(self, tx: _Tx, sql: str, params: dict[str, Any]) -> int:
+        """Run an INSERT (its RETURNING id where the database has it) and return the new row's id."""
+        cur = tx.cursor
+        cur.execute(sql, params)
+        if self._shared.returning:
+            return int(cur.fetchone()[0])
+        rowid = cur.lastrowid
         if rowid is None:  # pragma: no cover - drivers with neither RETURNING nor lastrowid
             raise StoreError("the database driver reported no id for an inserted row")
         return int(rowid)
 
-    def _advisory_lock(self, conn: Connection, space: int, *key: str) -> None:
-        """PostgreSQL: serialise this transaction with others on the same key (SQLite writers are serial already)."""
-        if self._shared.postgres:
-            conn.execute(text("SELECT pg_advisory_xact_lock(CAST(:ns AS integer), hashtext(:key))"),
-                         {"ns": ADVISORY_NAMESPACE + space, "key": "\x1f".join(key)})
-
-    def _write_ledger(self, conn: Connection, row: LedgerRow, now: datetime) -> LedgerRow:
-        ledger_id = insert_ledger_row(conn, row, now, returning=self._shared.returning)
-        return replace(row, id=ledger_id)
+    def _write_ledger(self, tx: _Tx, task_id: str, from_wf: str | None, from_step: str | None, to_wf: str | None,
+                      to_step: str | None, route: str, actor_kind: str, actor_id: str | None, session_id: str | None,
+                      now: Any) -> LedgerRow:
+        ledger_id = self._insert_id(tx, self._shared.i_ledger, {
+            "task_id": task_id, "from_workflow_id": from_wf, "from_step_id": from_step, "to_workflow_id": to_wf,
+            "to_step_id": to_step, "route": route, "actor_kind": actor_kind, "actor_id": actor_id,
+            "session_id": session_id, "now": now})
+        return LedgerRow(ledger_id, task_id, from_wf, from_step, to_wf, to_step, route, actor_kind, actor_id,
+                         session_id)
 
     def ledger_row(self, ledger_id: int) -> LedgerRow | None:
-        with self._tx("reading the ledger", write=False) as conn:
-            row = conn.execute(select(step_transitions).where(step_transitions.c.id == ledger_id)).first()
-        return _ledger(row) if row is not None else None
+        q = self._shared.q_ledger_row
+
+        def read(tx: _Tx) -> LedgerRow | None:
+            tx.cursor.execute(q, {"id": ledger_id})
+            row = tx.cursor.fetchone()
+            return _ledger(row) if row is not None else None
+
+        return cast("LedgerRow | None", self._read("reading the ledger", read))
+
+    def _rows(self, doing: str, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        def read(tx: _Tx) -> list[tuple[Any, ...]]:
+            tx.cursor.execute(sql, params)
+            return list(tx.cursor.fetchall())
+
+        return cast("list[tuple[Any, ...]]", self._read(doing, read))
 
     def ledger(self, task_id: str | None = None) -> list[LedgerRow]:
         """Ledger rows, oldest first (all tasks, or one)."""
-        query = select(step_transitions).order_by(step_transitions.c.id)
-        if task_id is not None:
-            query = query.where(step_transitions.c.task_id == task_id)
-        with self._tx("reading the ledger", write=False) as conn:
-            return [_ledger(row) for row in conn.execute(query)]
+        sql = self._shared.sql(Q_LEDGER if task_id is None else Q_LEDGER_OF)
+        return [_ledger(row) for row in self._rows("reading the ledger", sql, {"task_id": task_id})]
 
     def unrecorded_arrivals(self, limit: int = 1000) -> list[LedgerRow]:
         """Ledger rows that name a destination and have no entry record, oldest first."""
-        t = step_transitions
-        query = (select(t).outerjoin(entries, entries.c.entry_id == t.c.id)
-                 .where(and_(t.c.to_step_id.is_not(None), entries.c.entry_id.is_(None)))
-                 .order_by(t.c.id).limit(max(limit, 0)))
-        with self._tx("reading the ledger", write=False) as conn:
-            return [_ledger(row) for row in conn.execute(query)]
+        rows = self._rows("reading the ledger", self._shared.sql(Q_UNRECORDED), {"limit": max(limit, 0)})
+        return [_ledger(row) for row in rows]
 
     # ---- step entry -------------------------------------------------------------------------------
     def entry_record(self, entry_id: int) -> EntryRecord | None:
-        with self._tx("reading an entry record", write=False) as conn:
-            row = conn.execute(select(entries).where(entries.c.entry_id == entry_id)).first()
-        if row is None:
-            return None
-        return EntryRecord(entry_id=int(row.entry_id), task_id=row.task_id, workflow_id=row.workflow_id,
-                           step_id=row.step_id, attempted=attempted_value(row.attempted),
-                           failed=failed_value(row.failed))
+        q = self._shared.q_entry
+
+        def read(tx: _Tx) -> EntryRecord | None:
+            tx.cursor.execute(q, {"id": entry_id})
+            row = tx.cursor.fetchone()
+            if row is None:
+                return None
+            return EntryRecord(entry_id=entry_id, task_id=row[0], workflow_id=row[1], step_id=row[2],
+                               attempted=attempted_value(row[3]), failed=failed_value(row[4]))
+
+        return cast("EntryRecord | None", self._read("reading an entry record", read))
+
+    def _insert_for_entry(self, tx: _Tx, sql: str, params: dict[str, Any], entry_id: int) -> bool:
+        """An insert-if-absent that also requires the ledger row `entry_id`: True if written, False if the row
+        was there already, `StoreError` if the ledger row is missing (the transaction stays usable)."""
+        cur = tx.cursor
+        cur.execute(sql, params)
+        if cur.rowcount == 1:
+            return True
+        cur.execute(self._shared.q_ledger_id, {"id": entry_id})
+        if cur.fetchone() is None:
+            raise no_ledger_row_error(entry_id)
+        return False
 
     def record_entry(self, record: EntryRecord) -> bool:
         """Insert the entry record; False if one exists already (nothing changed)."""
-        stmt = self._shared.insert(entries).values(
-            entry_id=record.entry_id, task_id=record.task_id, workflow_id=record.workflow_id,
-            step_id=record.step_id, attempted=attempted_text(record.attempted), failed=failed_text(record.failed),
-            recorded_at=_now()).on_conflict_do_nothing(index_elements=[entries.c.entry_id])
-        with self._tx("recording an entry") as conn:
-            self._require_ledger_row(conn, record.entry_id)
-            return _inserted(conn, stmt)
-
-    def _require_ledger_row(self, conn: Connection, entry_id: int) -> None:
-        # Checked before the insert so a bad id is a StoreError that leaves the transaction usable
-        # (a foreign-key violation would abort a PostgreSQL transaction); the FK is the backstop.
-        if conn.execute(select(step_transitions.c.id).where(step_transitions.c.id == entry_id)).first() is None:
-            raise no_ledger_row_error(entry_id)
+        params = {"entry_id": record.entry_id, "task_id": record.task_id, "workflow_id": record.workflow_id,
+                  "step_id": record.step_id, "attempted": _attempted_text(record.attempted),
+                  "failed": failed_text(record.failed) if record.failed else "[]"}
+        with self._tx("recording an entry") as tx:
+            params["now"] = self._shared.stamp(tx)
+            return self._insert_for_entry(tx, self._shared.i_entry, params, record.entry_id)
 
     def markers(self, entry_id: int) -> dict[int, Marker]:
-        m = entry_markers
-        query = select(m).where(m.c.entry_id == entry_id).order_by(m.c.position)
-        with self._tx("reading markers", write=False) as conn:
-            return {int(row.position): Marker(entry_id=int(row.entry_id), position=int(row.position), kind=row.kind,
-                                              state=cast(MarkerState, row.state), error=row.error)
-                    for row in conn.execute(query)}
+        q = self._shared.q_markers
+
+        def read(tx: _Tx) -> dict[int, Marker]:
+            tx.cursor.execute(q, {"id": entry_id})
+            return {int(position): Marker(entry_id=entry_id, position=int(position), kind=kind,
+                                          state=cast(MarkerState, state), error=error)
+                    for position, kind, state, error in tx.cursor.fetchall()}
+
+        return cast("dict[int, Marker]", self._read("reading markers", read))
 
     def claim_marker(self, entry_id: int, position: int, kind: str) -> bool:
         """Insert an `in_progress` marker; False if this position has a marker already."""
-        now = _now()
-        stmt = self._shared.insert(entry_markers).values(
-            entry_id=entry_id, position=position, kind=kind, state="in_progress", error=None, claimed_at=now,
-            updated_at=now).on_conflict_do_nothing(index_elements=[entry_markers.c.entry_id,
-                                                                   entry_markers.c.position])
-        with self._tx("claiming a marker") as conn:
-            self._require_ledger_row(conn, entry_id)
-            return _inserted(conn, stmt)
+        params: dict[str, Any] = {"entry_id": entry_id, "position": position, "kind": kind}
+        with self._tx("claiming a marker") as tx:
+            params["now"] = self._shared.stamp(tx)
+            return self._insert_for_entry(tx, self._shared.i_marker, params, entry_id)
 
     def finish_marker(self, entry_id: int, position: int, state: MarkerState, error: str | None = None) -> None:
         """Set a marker's state (and error); a position with no marker is left alone."""
         state = check_state(state)
-        m = entry_markers
-        stmt = (m.update().where(and_(m.c.entry_id == entry_id, m.c.position == position))
-                .values(state=state, error=error, updated_at=_now()))
-        with self._tx("finishing a marker") as conn:
-            conn.execute(stmt)
+        params = {"entry_id": entry_id, "position": position, "state": state, "error": error,
+                  "now": None}
+        with self._tx("finishing a marker") as tx:
+            params["now"] = self._shared.stamp(tx)
+            tx.cursor.execute(self._shared.u_marker, params)
 
     # ---- operations -------------------------------------------------------------------------------
     def operation_applied(self, operation_id: str) -> bool:
-        query = select(operations.c.operation_id).where(operations.c.operation_id == operation_id)
-        with self._tx("reading an operation marker", write=False) as conn:
-            return conn.execute(query).first() is not None
+        q = self._shared.q_operation
+
+        def read(tx: _Tx) -> bool:
+            tx.cursor.execute(q, {"id": operation_id})
+            return tx.cursor.fetchone() is not None
+
+        return bool(self._read("reading an operation marker", read))
 
     def mark_operation(self, operation_id: str, *, task_id: str | None = None, trigger: str | None = None) -> bool:
         """Mark applied; False if it already was."""
-        with self._tx("marking an operation") as conn:
-            return self._mark(conn, operation_id, task_id, trigger, _now())
+        with self._tx("marking an operation") as tx:
+            return self._mark(tx, operation_id, task_id, trigger, self._shared.stamp(tx))
 
-    def _mark(self, conn: Connection, operation_id: str, task_id: str | None, trigger: str | None,
-              now: datetime) -> bool:
-        stmt = self._shared.insert(operations).values(
-            operation_id=operation_id, task_id=task_id, trigger=trigger, applied_at=now,
-        ).on_conflict_do_nothing(index_elements=[operations.c.operation_id])
-        return _inserted(conn, stmt)
+    def _mark(self, tx: _Tx, operation_id: str, task_id: str | None, trigger: str | None, now: Any) -> bool:
+        tx.cursor.execute(self._shared.i_operation, {"id": operation_id, "task_id": task_id, "trigger": trigger,
+                                                     "now": now})
+        return bool(tx.cursor.rowcount == 1)
 
     # ---- runs, seats, decisions -------------------------------------------------------------------
     def enqueue_run(self, run: QueuedRun) -> bool:
         """Queue a run; False (and nothing written) if a run with this key exists."""
-        stmt = self._shared.insert(runs).values(
-            idempotency_key=run.key, task_id=run.task_id, step_id=run.step_id, agent=run.agent, reason=run.reason,
-            payload=payload_text(run.payload), entry_id=run.entry_id, operation_id=run.operation_id,
-            created_at=_now()).on_conflict_do_nothing(index_elements=[runs.c.idempotency_key])
-        with self._tx("queueing a run") as conn:
-            return _inserted(conn, stmt)
+        params = {"key": run.key, "task_id": run.task_id, "step_id": run.step_id, "agent": run.agent,
+                  "reason": run.reason, "payload": payload_text(run.payload) if run.payload else "{}", "entry_id": run.entry_id,
+                  "operation_id": run.operation_id, "now": None}
+        with self._tx("queueing a run") as tx:
+            params["now"] = self._shared.stamp(tx)
+            tx.cursor.execute(self._shared.i_run, params)
+            return bool(tx.cursor.rowcount == 1)
 
     def runs(self, task_id: str | None = None) -> list[QueuedRun]:
         """Queued runs in the order they were queued (all tasks, or one)."""
-        query = select(runs).order_by(runs.c.id)
-        if task_id is not None:
-            query = query.where(runs.c.task_id == task_id)
-        with self._tx("reading runs", write=False) as conn:
-            return [QueuedRun(key=row.idempotency_key, task_id=row.task_id, step_id=row.step_id, agent=row.agent,
-                              reason=row.reason, payload=payload_value(row.payload),
-                              entry_id=None if row.entry_id is None else int(row.entry_id),
-                              operation_id=row.operation_id)
-                    for row in conn.execute(query)]
+        sql = self._shared.sql(Q_RUNS if task_id is None else Q_RUNS_OF)
+        return [QueuedRun(key=key, task_id=task, step_id=step, agent=agent, reason=reason,
+                          payload=payload_value(payload), entry_id=None if entry is None else int(entry),
+                          operation_id=operation)
+                for key, task, step, agent, reason, payload, entry, operation
+                in self._rows("reading runs", sql, {"task_id": task_id})]
 
     def add_participant(self, participant: Participant) -> None:
         """Insert a seat, or update the one with the same (task, step, role, agent); the store assigns the id."""
-        p = participants
-        values = {"workflow_id": participant.workflow_id, "decision_required": participant.decision_required,
-                  "position": participant.position}
-        stmt = self._shared.insert(p).values(task_id=participant.task_id, step_id=participant.step_id,
-                                             role=participant.role, agent=participant.agent, **values)
-        stmt = stmt.on_conflict_do_update(index_elements=[p.c.task_id, p.c.step_id, p.c.role, p.c.agent],
-                                          set_=values)
-        with self._tx("writing a participant") as conn:
-            conn.execute(stmt)
+        params = {"task_id": participant.task_id, "step_id": participant.step_id, "role": participant.role,
+                  "agent": participant.agent, "workflow_id": participant.workflow_id,
+                  "decision_required": bool(participant.decision_required), "position": participant.position}
+        with self._tx("writing a participant") as tx:
+            tx.cursor.execute(self._shared.sql(PUT_PARTICIPANT), params)
 
     def participants(self, task_id: str, workflow_steps: Iterator[str] | tuple[str, ...]) -> list[Participant]:
         """Per-task seats at any of `workflow_steps` plus template rows of those steps, by id."""
         steps = steps_tuple(workflow_steps)
         if not steps:
             return []
-        p = participants
-        query = (select(p).where(and_(p.c.task_id.in_(sorted({task_id, ""})), p.c.step_id.in_(steps)))
-                 .order_by(p.c.id))
-        with self._tx("reading participants", write=False) as conn:
-            return [_participant(row) for row in conn.execute(query)]
+        params: dict[str, Any] = {}
+        tasks_in = _in_list("t", tuple(sorted({task_id, ""})), params)
+        steps_in = _in_list("s", steps, params)
+        sql = self._shared.sql(f"SELECT {_PARTICIPANT_COLS} FROM interlock_participants WHERE task_id IN {tasks_in} "
+                               f"AND step_id IN {steps_in} ORDER BY id")
+        return [_participant(row) for row in self._rows("reading participants", sql, params)]
 
     def ensure_seat(self, task_id: str, step_id: str, role: str, agent: str,
                     workflow_steps: tuple[str, ...]) -> bool:
         """Write a per-task seat unless the task has a seat in `role` at any workflow step (or at `step_id`)."""
         check_seat_task(task_id)
-        p = participants
         steps = tuple(dict.fromkeys((*steps_tuple(workflow_steps), step_id)))
-        exists = select(p.c.id).where(and_(p.c.task_id == task_id, p.c.role == role, p.c.step_id.in_(steps))).limit(1)
-        stmt = self._shared.insert(p).values(
-            task_id=task_id, workflow_id="", step_id=step_id, role=role, agent=agent, decision_required=True,
-            position=0).on_conflict_do_nothing(index_elements=[p.c.task_id, p.c.step_id, p.c.role, p.c.agent])
-        with self._tx("ensuring a seat") as conn:
-            self._advisory_lock(conn, SEAT_LOCK_KEY, task_id, role)
-            if conn.execute(exists).first() is not None:
+        params: dict[str, Any] = {"task_id": task_id, "role": role}
+        exists = self._shared.sql("SELECT 1 FROM interlock_participants WHERE task_id = :task_id AND role = :role "
+                                  f"AND step_id IN {_in_list('s', steps, params)} LIMIT 1")
+        with self._tx("ensuring a seat") as tx:
+            self._advisory_lock(tx, SEAT_LOCK_KEY, task_id, role)
+            tx.cursor.execute(exists, params)
+            if tx.cursor.fetchone() is not None:
                 return False
-            return _inserted(conn, stmt)
+            tx.cursor.execute(self._shared.sql(I_SEAT), {"task_id": task_id, "step_id": step_id, "role": role,
+                                                         "agent": agent, "decision_required": True})
+            return bool(tx.cursor.rowcount == 1)
 
     def record_decision(self, decision: Decision) -> Decision:
         """Store a decision, superseding the same decider's active one in that role; return it with its id."""
         check_decider(decision)
-        d = decisions
-        same = and_(d.c.task_id == decision.task_id, d.c.step_id == decision.step_id,
-                    d.c.decider_type == decision.decider_type, d.c.decider_id == decision.decider_id,
-                    d.c.role == decision.role, d.c.superseded_at.is_(None))
-        with self._tx("recording a decision") as conn:
-            self._advisory_lock(conn, DECISION_LOCK_KEY, decision.task_id, decision.step_id, decision.decider_type,
+        sh = self._shared
+        key = {"task_id": decision.task_id, "step_id": decision.step_id, "decider_type": decision.decider_type,
+               "decider_id": decision.decider_id, "role": decision.role}
+        with self._tx("recording a decision") as tx:
+            self._advisory_lock(tx, DECISION_LOCK_KEY, decision.task_id, decision.step_id, decision.decider_type,
                                 decision.decider_id, decision.role)
             for attempt in range(1, _DECISION_ATTEMPTS + 1):
-                now = _now()
-                insert = d.insert().values(
-                    task_id=decision.task_id, step_id=decision.step_id, decider_type=decision.decider_type,
-                    decider_id=decision.decider_id, role=decision.role, verdict=decision.verdict,
-                    session_id=decision.session_id, decided_at=now)
+                now = sh.now()
                 try:
-                    with conn.begin_nested():
-                        conn.execute(d.update().where(same).values(superseded_at=now))
-                        new_id = self._insert_id(conn, insert, d.c.id)
+                    with _Savepoint(sh, tx, "recording a decision"):
+                        tx.cursor.execute(sh.sql(SUPERSEDE), {**key, "now": now})
+                        new_id = self._insert_id(tx, sh.i_decision, {
+                            **key, "verdict": decision.verdict, "session_id": decision.session_id, "now": now})
                     return replace(decision, id=new_id)
-                except IntegrityError:
+                except StoreError as exc:
                     # A concurrent decision of the same decider won the active-row index: supersede it.
-                    if attempt == _DECISION_ATTEMPTS:
+                    if attempt == _DECISION_ATTEMPTS or not isinstance(exc.__cause__, sh.dbapi.IntegrityError):
                         raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     def decisions(self, task_id: str, step_id: str) -> list[Decision]:
         """Active decisions for a task at a step, oldest first."""
-        d = decisions
-        query = (select(d).where(and_(d.c.task_id == task_id, d.c.step_id == step_id, d.c.superseded_at.is_(None)))
-                 .order_by(d.c.id))
-        with self._tx("reading decisions", write=False) as conn:
-            return [Decision(task_id=row.task_id, step_id=row.step_id, decider_type=row.decider_type,
-                             decider_id=row.decider_id, role=row.role, verdict=row.verdict, id=int(row.id),
-                             session_id=row.session_id) for row in conn.execute(query)]
+        rows = self._rows("reading decisions", self._shared.sql(Q_DECISIONS), {"task_id": task_id,
+                                                                                 "step_id": step_id})
+        return [Decision(task_id=task, step_id=step, decider_type=kind, decider_id=decider, role=role,
+                         verdict=verdict, id=int(id_), session_id=session)
+                for id_, task, step, kind, decider, role, verdict, session in rows]
 
     def clear_decisions(self, task_id: str, step_id: str) -> int:
         """Supersede every active decision of the task at the step; return how many there were."""
-        d = decisions
-        stmt = (d.update().where(and_(d.c.task_id == task_id, d.c.step_id == step_id, d.c.superseded_at.is_(None)))
-                .values(superseded_at=_now()))
-        with self._tx("clearing decisions") as conn:
-            return _count(conn, stmt)
+        with self._tx("clearing decisions") as tx:
+            tx.cursor.execute(self._shared.sql(CLEAR_DECISIONS), {"task_id": task_id, "step_id": step_id,
+                                                                  "now": self._shared.now()})
+            return int(tx.cursor.rowcount)
 
 
-def _inserted(conn: Connection, stmt: Executable) -> bool:
-    """Run an insert-if-absent; True if it wrote its row."""
-    return _count(conn, stmt) == 1
+_ATTEMPTED: dict[tuple[str, ...], str] = {}
+"""`attempted` texts by kinds: a step's entry attempts the same kinds every time (bounded: memory stays flat)."""
 
 
-def _count(conn: Connection, stmt: Executable) -> int:
-    # SQLAlchemy keeps the row count of an INSERT only when asked (psycopg closes the cursor).
-    return int(conn.execute(stmt, execution_options={"preserve_rowcount": True}).rowcount)
+def _attempted_text(kinds: tuple[str, ...]) -> str:
+    try:
+        text = _ATTEMPTED.get(kinds)
+    except TypeError:  # not hashable (a list): nothing to cache
+        return attempted_text(kinds)
+    if text is None:
+        text = attempted_text(kinds)
+        if len(_ATTEMPTED) < 1024:
+            _ATTEMPTED[kinds] = text
+    return text
 
 
-def _task_values(task: TaskState) -> dict[str, Any]:
-    return {"workflow_id": clean_id(task.workflow_id), "step_id": clean_id(task.step_id),
-            "description": task.description, "is_from_office": task.is_from_office,
-            "is_ephemeral": task.is_ephemeral, "archived": task.archived}
+def _task(row: tuple[Any, ...]) -> TaskState:
+    return TaskState(id=row[0], workflow_id=row[1], step_id=row[2], description=row[3],
+                     is_from_office=bool(row[4]), is_ephemeral=bool(row[5]), archived=bool(row[6]))
 
 
-def _task(row: Row[Any]) -> TaskState:
-    return TaskState(id=row.id, workflow_id=row.workflow_id, step_id=row.step_id, description=row.description,
-                     is_from_office=bool(row.is_from_office), is_ephemeral=bool(row.is_ephemeral),
-                     archived=bool(row.archived))
+def _ledger(row: tuple[Any, ...]) -> LedgerRow:
+    return LedgerRow(id=int(row[0]), task_id=row[1], from_workflow_id=row[2], from_step_id=row[3],
+                     to_workflow_id=row[4], to_step_id=row[5], route=row[6], actor_kind=row[7], actor_id=row[8],
+                     session_id=row[9])
 
 
-def _ledger(row: Row[Any]) -> LedgerRow:
-    return LedgerRow(id=int(row.id), task_id=row.task_id, from_workflow_id=row.from_workflow_id,
-                     from_step_id=row.from_step_id, to_workflow_id=row.to_workflow_id, to_step_id=row.to_step_id,
-                     route=row.route, actor_kind=row.actor_kind, actor_id=row.actor_id, session_id=row.session_id)
-
-
-def _participant(row: Row[Any]) -> Participant:
-    return Participant(task_id=row.task_id, step_id=row.step_id, role=row.role, agent=row.agent,
-                       decision_required=bool(row.decision_required), position=int(row.position), id=int(row.id),
-                       workflow_id=row.workflow_id)
+def _participant(row: tuple[Any, ...]) -> Participant:
+    return Participant(id=int(row[0]), task_id=row[1], workflow_id=row[2], step_id=row[3], role=row[4],
+                       agent=row[5], decision_required=bool(row[6]), position=int(row[7]))
