@@ -120,6 +120,21 @@ class EntryDispatch(_Core):
         pending: list[tuple[str, Level, str | None, dict[str, Any]]] = []
         attempted: list[str] = []
         failed: list[tuple[str, str]] = []
+        if not step.entry_dispatch:  # nothing to dispatch: the entry record alone, one statement
+            try:
+                if not self.store.record_entry(EntryRecord(row.id, row.task_id, row.to_workflow_id, step.id, ())):
+                    return self._redelivered(row)
+            except StoreError as exc:
+                self.emit("error", "error", "entry dispatch interrupted: the store failed; `recover` will finish it",
+                          task=row.task_id, session=row.session_id, entry_id=row.id, message=str(exc))
+                return EntryResult(row.id, "incomplete")
+            if session_live and step.entry_inline:
+                self.emit("inline", "debug", task=row.task_id, step=step.id, kinds=list(step.entry_inline),
+                          entry_id=row.id, session=row.session_id)
+            self.counters.add("entries_dispatched")
+            self.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=[], failed=[],
+                      workflow=row.to_workflow_id, session=row.session_id)
+            return EntryResult(row.id, "dispatched")
         try:
             with self.store.unit() as tx:
                 if tx.entry_record(row.id) is not None:
