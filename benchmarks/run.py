@@ -234,6 +234,47 @@ def check_startup(opts: Options) -> Measurement:
                                 "via": "console script" if len(check) == 3 else "python -P -c (no console script)"})
 
 
+# ---- figure: check-memory -------------------------------------------------------------------------
+
+# Runs one command and prints the peak resident set size of that child alone: the wrapper's
+# RUSAGE_CHILDREN covers exactly one process (ru_maxrss is in KiB on Linux, bytes on macOS).
+_PEAK_RSS = ("import resource, subprocess, sys; "
+             "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode; "
+             "rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss; "
+             "print(code, rss / 1024 if sys.platform == 'darwin' else rss)")
+
+
+def peak_rss_mb(argv: list[str], what: str) -> float:
+    """Peak resident set size of one run of `argv`, in MB (MiB)."""
+    try:
+        import resource  # noqa: F401 - Unix only; the wrapper process needs it too
+    except ImportError as exc:
+        raise BenchmarkError("peak memory needs the `resource` module (Unix)") from exc
+    proc = subprocess.run([sys.executable, "-c", _PEAK_RSS, *argv], cwd=ROOT, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, check=False)
+    fields = proc.stdout.split()
+    if proc.returncode != 0 or len(fields) != 2 or fields[0] != "0":
+        raise BenchmarkError(f"{what} failed: {' '.join(argv)}\n{proc.stdout}{proc.stderr}")
+    return float(fields[1]) / 1024
+
+
+@figure(
+    name="check-memory",
+    description=f"peak RSS of a whole `interlock check {CHECK_EXAMPLE}` process (no peer; the bound is absolute)",
+    ratio_meaning="none: the measured peak itself is judged (lower is better)",
+    targets=(Target("<=", 80.0, issue=4, on="measured", unit="MB"),),
+)
+def check_memory(opts: Options) -> Measurement:
+    check = [*interlock_command(), "check", CHECK_EXAMPLE]
+    reference = [sys.executable, "-P", "-c", "import lark, pydantic"]
+    peak_rss_mb(check, "interlock check")  # untimed warm-up, as for the other figures
+    ours = [peak_rss_mb(check, "interlock check") for _ in range(opts.repeat)]
+    theirs = [peak_rss_mb(reference, "the reference process") for _ in range(opts.repeat)]
+    return Measurement(median(ours), None, None, unit="MB", samples=ours,
+                       details={"command": "interlock check " + CHECK_EXAMPLE,
+                                "peak of `import lark, pydantic` (context only)": f"{median(theirs):.1f} MB"})
+
+
 # ---- figure: compile-20k --------------------------------------------------------------------------
 
 

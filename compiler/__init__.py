@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,8 +29,23 @@ class CompileResult:
 
     file: str
     diagnostics: tuple[Diagnostic, ...]
-    plan: Plan | None = None
+    unsealed_plan: Plan | None = field(default=None, repr=False)
+    """The plan with an empty `digest` (None: errors, or `want_plan=False`); read `plan` instead."""
     sources: dict[str, SourceFile] = field(default_factory=dict)
+
+    @cached_property
+    def plan(self) -> Plan | None:
+        """The executable plan, its digest filled in on first use (None when there were errors).
+
+        The digest hashes the whole plan's canonical JSON; computing it only when the plan
+        is used keeps `interlock check`, and compiles whose plan is never read, from paying
+        for it.
+        """
+        if self.unsealed_plan is None:
+            return None
+        from .lower_plan import seal
+
+        return seal(self.unsealed_plan)
 
     @property
     def errors(self) -> int:
@@ -62,7 +78,7 @@ def _compile(source: SourceFile, *, search_dir: Path | None, limits: Limits, wan
     from .context import Context
     from .passes import PASSES
     from .program import load_program
-    from .symbols import collect_symbols
+    from .symbols import collect_symbols, suggestion_budget
 
     program, diagnostics = load_program(source, search_dir=search_dir, limits=limits)
     if program is None:
@@ -70,8 +86,9 @@ def _compile(source: SourceFile, *, search_dir: Path | None, limits: Limits, wan
     symbols, found = collect_symbols(program)
     diagnostics.extend(d for d in found if program.is_user(d.file))
     ctx = Context(program, symbols)
-    for check in PASSES:
-        diagnostics.extend(check(ctx))
+    with suggestion_budget():
+        for check in PASSES:
+            diagnostics.extend(check(ctx))
     ordered = tuple(sorted(diagnostics, key=sort_key))
     plan = None
     if want_plan and not any(d.is_error for d in ordered):

@@ -2,21 +2,52 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from interlock.dsl import Diagnostic, ir
 from interlock.dsl.diagnostics import label, make
 
-from .symbols import suggest
+from .symbols import listing, suggest
 
-__all__ = ["bind_args", "is_required"]
+__all__ = ["Signature", "bind_args", "is_required", "signature"]
 
 
 def is_required(param: ir.Param) -> bool:
     return param.default is None and not param.type.optional
 
 
-def bind_args(action: ir.ActionCall, kind: ir.ActionKindDecl) -> tuple[dict[str, ir.Arg], list[Diagnostic]]:
-    params = {p.name.name: p for p in kind.params}
+class Signature(NamedTuple):
+    """A kind's parameters as `bind_args` uses them: built once per kind, not once per call."""
+
+    params: dict[str, ir.Param]
+    order: list[str]
+    required: tuple[ir.Param, ...]
+    required_names: frozenset[str]
+    takes: str  # help text naming the parameters
+
+
+def signature(kind: ir.ActionKindDecl) -> Signature:
+    params: dict[str, ir.Param] = {}
+    for p in kind.params:
+        params[p.name.name] = p
     order = [p.name.name for p in kind.params]
+    takes = (f"`{kind.name.name}` takes {listing(order)}" if order else f"`{kind.name.name}` takes no arguments")
+    required: dict[str, ir.Param] = {}  # by name: a duplicated parameter is missed once
+    for p in kind.params:
+        if is_required(p):
+            required.setdefault(p.name.name, p)
+    return Signature(params, order, tuple(required.values()), frozenset(required), takes)
+
+
+def bind_args(action: ir.ActionCall, kind: ir.ActionKindDecl,
+              signatures: dict[int, Signature] | None = None) -> tuple[dict[str, ir.Arg], list[Diagnostic]]:
+    """Bind an action's arguments to its kind's parameters; `signatures` caches each kind's `Signature`."""
+    if signatures is None:
+        sig = signature(kind)
+    else:
+        found = signatures.get(id(kind))
+        sig = signatures[id(kind)] = found or signature(kind)
+    params, order = sig.params, sig.order
     bound: dict[str, ir.Arg] = {}
     out: list[Diagnostic] = []
     positional = 0
@@ -35,18 +66,28 @@ def bind_args(action: ir.ActionCall, kind: ir.ActionKindDecl) -> tuple[dict[str,
             if pname not in params:
                 out.append(make("unknown-parameter", arg.name.span,
                                 f"unknown parameter `{pname}` for `{kind.name.name}`",
-                                help=suggest(pname, params) or
-                                (f"`{kind.name.name}` takes {', '.join(f'`{o}`' for o in order)}" if order
-                                 else f"`{kind.name.name}` takes no arguments")))
+                                help=suggest(pname, params) or sig.takes))
                 continue
         if pname in bound:
             out.append(make("duplicate-argument", arg.span, f"parameter `{pname}` is given twice",
                             labels=(label(bound[pname].span, "first given here"),)))
             continue
         bound[pname] = arg
-    for p in kind.params:
-        if p.name.name not in bound and is_required(p):
-            out.append(make("missing-required-parameter", action.name.span,
-                            f"`{kind.name.name}` needs `{p.name.name}: {p.type.render()}`",
-                            help=f"write `{kind.name.name}({p.name.name}: …)`"))
+    # One diagnostic per call, however many parameters it misses; finding the first three
+    # takes at most (arguments + 3) steps, whatever the kind's size.
+    given = sum(1 for name in bound if name in sig.required_names)
+    count = len(sig.required) - given
+    if count:
+        first: list[ir.Param] = []
+        for p in sig.required:
+            if p.name.name not in bound:
+                first.append(p)
+                if len(first) == 3:
+                    break
+        shown = ", ".join(f"`{p.name.name}: {p.type.render()}`" for p in first)
+        if count > len(first):
+            shown += f" and {count - len(first):,} more required parameters"
+        out.append(make("missing-required-parameter", action.name.span, f"`{kind.name.name}` needs {shown}",
+                        help=f"write `{kind.name.name}({', '.join(f'{p.name.name}: …' for p in first)}"
+                             f"{', …' if count > len(first) else ''})`"))
     return bound, out

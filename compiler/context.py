@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from interlock.dsl import ir
 
@@ -13,8 +13,9 @@ from .symbols import Symbols
 __all__ = ["Context"]
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(NamedTuple):
+    """The program being checked and its symbol table (a NamedTuple: cheaper to define than a dataclass)."""
+
     program: Program
     symbols: Symbols
 

@@ -7,25 +7,26 @@ loaded so far.  A name loaded further down is a use-before-load error.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from interlock.dsl import Diagnostic, ir
 from interlock.dsl.diagnostics import make
 
-from .symbols import Symbols, suggest
+from .symbols import Symbols, listing, suggest
 
 __all__ = ["ExprScope", "type_of", "PLACEHOLDER"]
 
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 
-@dataclass
 class ExprScope:
-    symbols: Symbols
-    names: dict[str, str] = field(default_factory=dict)  # name -> record type
-    later: dict[str, str] = field(default_factory=dict)  # loaded further down
-    # names whose record is unknown or missing (already reported): their uses stay quiet
-    unknown: set[str] = field(default_factory=set)
+    """The names an expression of one dispatch block may use, as its lines are checked in order."""
+
+    def __init__(self, symbols: Symbols) -> None:
+        self.symbols = symbols
+        self.names: dict[str, str] = {}  # name -> record type
+        self.later: dict[str, str] = {}  # loaded further down
+        # names whose record is unknown or missing (already reported): their uses stay quiet
+        self.unknown: set[str] = set()
 
     def path_type(self, parts: tuple[str, ...], node: ir.Node, out: list[Diagnostic]) -> str | None:
         head = parts[0]
@@ -39,16 +40,15 @@ class ExprScope:
             else:
                 out.append(make("unknown-name", node.span, f"unknown name `{head}`",
                                 help=suggest(head, self.names) or
-                                f"names in scope: {', '.join(f'`{n}`' for n in self.names)}"))
+                                f"names in scope: {listing(self.names)}"))
             return None
         current: str = record
         for i, part in enumerate(parts[1:], start=1):
-            decl = self.symbols.records.get(current)
-            if decl is None:
+            fields = self.symbols.record_fields(current)
+            if fields is None:
                 out.append(make("expression-type-error", node.span,
                                 f"`{'.'.join(parts[:i])}` is a `{current}`, which has no fields"))
                 return None
-            fields = {f.name.name: f for f in decl.fields}
             f = fields.get(part)
             if f is None:
                 out.append(make("unknown-record-field", node.span,

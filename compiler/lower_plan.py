@@ -1,7 +1,8 @@
 """A checked `Program` in, an executable `Plan` out.
 
 Runs only after every pass reported no error, so it may assume that names resolve
-and arguments bind.  Arguments are resolved (steps, targets, thresholds), defaults are
+and arguments bind.  Nodes are built with `construct` from complete field dicts (the
+runtime validates plans in full when it loads them).  Arguments are resolved (steps, targets, thresholds), defaults are
 filled in, an omitted `reason` becomes the trigger's name, transition targets are
 precomputed, and each step's entry handler is split into the runtime-dispatched and
 host-inline halves by the entry policy.
@@ -9,23 +10,24 @@ host-inline halves by the entry policy.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from interlock import __version__
 from interlock.dsl import ir
+from interlock.dsl.construct import construct
 from interlock.runtime import plan as P
 
 from .binding import bind_args
 from .context import Context
 from .exprs import PLACEHOLDER, ExprScope, type_of
-from .passes.analyse import ordered_steps, transition_target
+from .passes.analyse import StepOrder, transition_target
 from .passes.validate import step_position
 
-__all__ = ["lower_plan"]
+__all__ = ["lower_plan", "seal"]
 
 
 def _ref(node: ir.Node) -> P.SourceRef:
-    return P.SourceRef.model_construct(file=node.span.file, line=node.span.line, col=node.span.col)
+    return construct(P.SourceRef, {"file": node.span.file, "line": node.span.line, "col": node.span.col})
 
 
 def _value(value: ir.Value, t: ir.TypeRef | None) -> Any:
@@ -44,13 +46,14 @@ def _value(value: ir.Value, t: ir.TypeRef | None) -> Any:
 
 def _params(params: tuple[ir.Param, ...]) -> tuple[P.PlanParam, ...]:
     return tuple(
-        P.PlanParam.model_construct(
-            name=p.name.name, type=p.type.render(), required=p.default is None and not p.type.optional,
-            default=None if p.default is None else _value(p.default, p.type))
+        construct(P.PlanParam, {
+            "name": p.name.name, "type": p.type.render(), "required": p.default is None and not p.type.optional,
+            "default": None if p.default is None else _value(p.default, p.type)})
         for p in params)
 
 
 def lower_plan(ctx: Context) -> P.Plan:
+    """The plan of a checked program; its `digest` is left empty (`seal` fills it in)."""
     sym = ctx.symbols
     entry = sym.entry_trigger or ""
     exclude: list[str] = []
@@ -60,18 +63,21 @@ def lower_plan(ctx: Context) -> P.Plan:
         for k in clause.kinds:
             if k.name not in target:
                 target.append(k.name)
+    dispatched, inline = frozenset(dispatch), frozenset(exclude)
 
-    triggers = tuple(P.PlanTrigger.model_construct(name=t.name.name, entry=t.entry, params=_params(t.params))
+    triggers = tuple(construct(P.PlanTrigger, {"name": t.name.name, "entry": t.entry, "params": _params(t.params)})
                      for t in sym.triggers.values())
-    kinds = tuple(P.PlanKind.model_construct(name=k.name.name, action_class=k.action_class, params=_params(k.params),
-                                             triggers=sym.kind_triggers(k), source=_ref(k.name))
+    kinds = tuple(construct(P.PlanKind, {"name": k.name.name, "action_class": k.action_class,
+                                         "params": _params(k.params), "triggers": sym.kind_triggers(k),
+                                         "source": _ref(k.name)})
                   for k in sym.kinds.values())
-    records = tuple(P.PlanRecord.model_construct(name=r.name.name, fields={f.name.name: f.type.render()
-                                                                            for f in r.fields})
+    records = tuple(construct(P.PlanRecord, {"name": r.name.name, "fields": {f.name.name: f.type.render()
+                                                                              for f in r.fields}})
                     for r in sym.records.values())
 
     workflows: list[P.PlanWorkflow] = []
     for wf in ctx.workflows():
+        order = StepOrder(wf)
         steps: list[P.PlanStep] = []
         start = ""
         for index, step in enumerate(wf.steps):
@@ -82,45 +88,48 @@ def lower_plan(ctx: Context) -> P.Plan:
             handlers: dict[str, tuple[P.PlanAction, ...]] = {}
             for handler in step.handlers:
                 handlers[handler.trigger.name] = tuple(
-                    _action(ctx, wf, step, handler, pos, action) for pos, action in enumerate(handler.actions))
+                    _action(ctx, order, step, handler, pos, action) for pos, action in enumerate(handler.actions))
             entry_actions = handlers.get(entry, ())
             stage = settings.get("stage")
             prompt = settings.get("prompt")
             wip = settings.get("wip_limit")
             pull = settings.get("pull_from")
-            steps.append(P.PlanStep.model_construct(
-                id=step.name.name, title=step.title.value if step.title else step.name.name,
-                position=step_position(step, index), start="start" in flags, manual_move="manual_move" in flags,
-                terminal="terminal" in flags, stage=cast(Any, stage.name if isinstance(stage, ir.Ident) else "custom"),
-                prompt=prompt.value if isinstance(prompt, ir.StrLit) else None,
-                wip_limit=wip.value if isinstance(wip, ir.IntLit) else 0,
-                pull_from=pull.name if isinstance(pull, ir.Ident) else None,
-                handlers=handlers,
-                entry_dispatch=tuple(a for a in entry_actions if a.kind in dispatch),
-                entry_inline=tuple(a.kind for a in entry_actions if a.kind in exclude),
-                source=_ref(step.name)))
-        order = {s.name.name: i for i, s in enumerate(ordered_steps(wf))}
-        steps.sort(key=lambda s: order[s.id])
-        workflows.append(P.PlanWorkflow.model_construct(
-            id=wf.name.name, title=wf.title.value if wf.title else wf.name.name, hidden=wf.hidden,
-            start_step=start, steps=tuple(steps), source=_ref(wf.name)))
+            steps.append(construct(P.PlanStep, {
+                "id": step.name.name, "title": step.title.value if step.title else step.name.name,
+                "position": step_position(step, index), "start": "start" in flags,
+                "manual_move": "manual_move" in flags, "terminal": "terminal" in flags,
+                "stage": stage.name if isinstance(stage, ir.Ident) else "custom",
+                "prompt": prompt.value if isinstance(prompt, ir.StrLit) else None,
+                "wip_limit": wip.value if isinstance(wip, ir.IntLit) else 0,
+                "pull_from": pull.name if isinstance(pull, ir.Ident) else None,
+                "handlers": handlers,
+                "entry_dispatch": tuple(a for a in entry_actions if a.kind in dispatched),
+                "entry_inline": tuple(a.kind for a in entry_actions if a.kind in inline),
+                "source": _ref(step.name)}))
+        steps.sort(key=lambda s: order.index[s.id])
+        workflows.append(construct(P.PlanWorkflow, {
+            "id": wf.name.name, "title": wf.title.value if wf.title else wf.name.name, "hidden": wf.hidden,
+            "start_step": start, "steps": tuple(steps), "source": _ref(wf.name)}))
 
     sequences = tuple(_sequence(ctx, block) for block in sym.dispatches)
-    plan = P.Plan.model_construct(
-        plan_version=P.PLAN_VERSION, compiler=f"interlock {__version__}",
-        sources=tuple(m.file for m in ctx.program.modules), triggers=triggers, roles=tuple(sym.roles),
-        kinds=kinds, records=records,
-        entry_policy=P.EntryPolicy.model_construct(trigger=entry, exclude=tuple(exclude), dispatch=tuple(dispatch)),
-        workflows=tuple(workflows), sequences=sequences, digest="")
-    # Fill the digest here, not only in `dump_plan`, so that a compiled plan equals its own
-    # `load_plan(dump_plan(plan))`.
+    return construct(P.Plan, {
+        "plan_version": P.PLAN_VERSION, "compiler": f"interlock {__version__}",
+        "sources": tuple(m.file for m in ctx.program.modules), "triggers": triggers, "roles": tuple(sym.roles),
+        "kinds": kinds, "records": records,
+        "entry_policy": construct(P.EntryPolicy, {"trigger": entry, "exclude": tuple(exclude),
+                                                  "dispatch": tuple(dispatch)}),
+        "workflows": tuple(workflows), "sequences": sequences, "digest": ""})
+
+
+def seal(plan: P.Plan) -> P.Plan:
+    """The plan with its digest filled in, so that it equals its own `load_plan(dump_plan(plan))`."""
     return plan.model_copy(update={"digest": P.plan_digest(plan.model_dump(mode="json"))})
 
 
-def _action(ctx: Context, wf: ir.WorkflowDecl, step: ir.StepDecl, handler: ir.Handler, pos: int,
+def _action(ctx: Context, order: StepOrder, step: ir.StepDecl, handler: ir.Handler, pos: int,
             action: ir.ActionCall) -> P.PlanAction:
     kind = ctx.symbols.kinds[action.name.name]
-    bound, _ = bind_args(action, kind)
+    bound, _ = bind_args(action, kind, ctx.symbols.signatures)
     args: dict[str, Any] = {}
     for p in kind.params:
         arg = bound.get(p.name.name)
@@ -135,29 +144,31 @@ def _action(ctx: Context, wf: ir.WorkflowDecl, step: ir.StepDecl, handler: ir.Ha
     guard = None
     if action.guard is not None:
         th = action.guard.threshold
-        guard = P.PlanGuard.model_construct(role=action.guard.role.name, threshold=cast(Any, th.name.name),
-                                            count=th.count.value if th.count else None, source=_ref(action.guard))
-    target = transition_target(wf, step, action) if kind.action_class == "transition" else None
-    return P.PlanAction.model_construct(
-        position=pos, kind=kind.name.name, action_class=kind.action_class, args=args, guard=guard,
-        requires_approval=action.requires_approval is not None, target_step=target, source=_ref(action.name))
+        guard = construct(P.PlanGuard, {"role": action.guard.role.name, "threshold": th.name.name,
+                                        "count": th.count.value if th.count else None,
+                                        "source": _ref(action.guard)})
+    target = transition_target(order, step, action) if kind.action_class == "transition" else None
+    return construct(P.PlanAction, {
+        "position": pos, "kind": kind.name.name, "action_class": kind.action_class, "args": args, "guard": guard,
+        "requires_approval": action.requires_approval is not None, "target_step": target,
+        "source": _ref(action.name)})
 
 
 def _expr(expr: ir.Expr, scope: ExprScope) -> P.PlanExpr:
     if isinstance(expr, (ir.StrLit, ir.IntLit, ir.BoolLit)):
-        return P.LitX.model_construct(op="lit", value=expr.value)
+        return construct(P.LitX, {"op": "lit", "value": expr.value})
     if isinstance(expr, ir.PathExpr):
-        return P.PathX.model_construct(op="path", path=expr.parts, type=type_of(expr, scope, []) or "any")
+        return construct(P.PathX, {"op": "path", "path": expr.parts, "type": type_of(expr, scope, []) or "any"})
     if isinstance(expr, ir.NotExpr):
-        return P.NotX.model_construct(op="not", arg=_expr(expr.operand, scope))
-    return P.BinX.model_construct(op=expr.op, left=_expr(expr.left, scope), right=_expr(expr.right, scope))
+        return construct(P.NotX, {"op": "not", "arg": _expr(expr.operand, scope)})
+    return construct(P.BinX, {"op": expr.op, "left": _expr(expr.left, scope), "right": _expr(expr.right, scope)})
 
 
 def _outcome(case: ir.LoadCase | None) -> P.GuardOutcome | None:
     if case is None:
         return None
-    return P.GuardOutcome.model_construct(guard=case.guard.name, level=case.level,
-                                          message=case.message.value if case.message else None)
+    return construct(P.GuardOutcome, {"guard": case.guard.name, "level": case.level,
+                                      "message": case.message.value if case.message else None})
 
 
 def _sequence(ctx: Context, block: ir.DispatchDecl) -> P.PlanSequence:
@@ -171,17 +182,17 @@ def _sequence(ctx: Context, block: ir.DispatchDecl) -> P.PlanSequence:
     payload: dict[str, P.PlanExpr] = {}
     for item in block.items:
         if isinstance(item, ir.SkipItem):
-            steps.append(P.SkipStep.model_construct(
-                step="skip", guard=item.name.name, level=item.level,
-                message=item.message.value if item.message else None, when=_expr(item.condition, scope),
-                source=_ref(item.name)))
+            steps.append(construct(P.SkipStep, {
+                "step": "skip", "guard": item.name.name, "level": item.level,
+                "message": item.message.value if item.message else None, "when": _expr(item.condition, scope),
+                "source": _ref(item.name)}))
         elif isinstance(item, ir.LoadItem):
             missing = next((c for c in item.cases if "missing" in c.outcomes), None)
             error = next((c for c in item.cases if "error" in c.outcomes), None)
-            steps.append(P.LoadStep.model_construct(
-                step="load", name=item.name.name, loader=item.loader.name,
-                args=tuple(_expr(a, scope) for a in item.args), on_missing=_outcome(missing),
-                on_error=_outcome(error), source=_ref(item.name)))
+            steps.append(construct(P.LoadStep, {
+                "step": "load", "name": item.name.name, "loader": item.loader.name,
+                "args": tuple(_expr(a, scope) for a in item.args), "on_missing": _outcome(missing),
+                "on_error": _outcome(error), "source": _ref(item.name)}))
             scope.names[item.name.name] = item.loader.name
         elif isinstance(item, ir.OperationItem):
             text = item.template.value
@@ -194,12 +205,13 @@ def _sequence(ctx: Context, block: ir.DispatchDecl) -> P.PlanSequence:
                 last = m.end()
             if last < len(text):
                 parts.append(text[last:])
-            operations.append(P.PlanOperation.model_construct(
-                template=text, parts=tuple(parts),
-                when=_expr(item.condition, scope) if item.condition is not None else None, source=_ref(item)))
+            operations.append(construct(P.PlanOperation, {
+                "template": text, "parts": tuple(parts),
+                "when": _expr(item.condition, scope) if item.condition is not None else None,
+                "source": _ref(item)}))
         elif isinstance(item, ir.PayloadItem):
             for a in item.assignments:
                 payload[a.name.name] = _expr(a.value, scope)
-    return P.PlanSequence.model_construct(name=block.name.name, trigger=block.trigger.name, event=event,
-                                          steps=tuple(steps), operations=tuple(operations), payload=payload,
-                                          source=_ref(block.name))
+    return construct(P.PlanSequence, {
+        "name": block.name.name, "trigger": block.trigger.name, "event": event, "steps": tuple(steps),
+        "operations": tuple(operations), "payload": payload, "source": _ref(block.name)})

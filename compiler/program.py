@@ -7,26 +7,25 @@ missing module is a diagnostic at the `use` line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 from interlock.dsl import Diagnostic, Limits, SourceFile, ir, parse_source
 from interlock.dsl.diagnostics import InternalCompilerError, make
-from interlock.dsl.parser import DEFAULT_LIMITS, read_limited
+from interlock.dsl.parser import DEFAULT_LIMITS, package_text, read_limited
 
 __all__ = ["Program", "load_program", "prelude_module", "PRELUDE_NAME"]
 
 PRELUDE_NAME = "std"
 
 
-@dataclass(frozen=True)
-class Program:
-    """Modules in dependency order (prelude first, the main file last)."""
+class Program(NamedTuple):
+    """Modules in dependency order (prelude first, the main file last), their sources, and
+    which files are shipped preludes (a NamedTuple: cheaper to define than a dataclass)."""
 
     modules: tuple[ir.Module, ...]
-    sources: dict[str, SourceFile] = field(default_factory=dict)
+    sources: dict[str, SourceFile]
     builtin_files: frozenset[str] = frozenset()
 
     @property
@@ -38,8 +37,7 @@ class Program:
 
 
 def _prelude_text(name: str) -> str | None:
-    res = resources.files("interlock.compiler.prelude").joinpath(f"{name}.wf")
-    return res.read_text(encoding="utf-8") if res.is_file() else None
+    return package_text("interlock.compiler.prelude", f"{name}.wf")
 
 
 @lru_cache(maxsize=8)

@@ -1,54 +1,119 @@
 """A `Program` in, a `Symbols` table out: every declaration by name, duplicates reported at the second site.
 
-Later passes only read this table; none of them re-walks declarations to find names.
+Later passes only read this table; none of them re-walks declarations to find names.  The
+views derived from it (the entry trigger, the triggers each kind allows, each record's
+fields) are computed once, so no check costs more per action as the vocabulary grows.
 """
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
 from interlock.dsl import Diagnostic, ir
 from interlock.dsl.diagnostics import label, make
 
 from .program import Program
 
-__all__ = ["Symbols", "collect_symbols", "suggest", "STAGES", "THRESHOLDS"]
+if TYPE_CHECKING:
+    from .binding import Signature
+
+__all__ = ["Symbols", "collect_symbols", "suggest", "suggestion_budget", "listing", "STAGES", "THRESHOLDS"]
 
 STAGES = ("work", "review", "approval", "custom")
 THRESHOLDS = ("all_approve", "all_decide", "majority_approve", "any_reject", "n_approve")
 
 
-@dataclass
 class Symbols:
-    triggers: dict[str, ir.TriggerDecl] = field(default_factory=dict)
-    kinds: dict[str, ir.ActionKindDecl] = field(default_factory=dict)
-    records: dict[str, ir.RecordDecl] = field(default_factory=dict)
-    roles: dict[str, ir.Ident] = field(default_factory=dict)
-    entry_clauses: list[ir.EntryClause] = field(default_factory=list)
-    workflows: dict[str, ir.WorkflowDecl] = field(default_factory=dict)
-    dispatches: list[ir.DispatchDecl] = field(default_factory=list)
+    """Every declaration of the program by name, filled in by `collect_symbols` and read-only after it."""
+
+    def __init__(self) -> None:
+        self.triggers: dict[str, ir.TriggerDecl] = {}
+        self.kinds: dict[str, ir.ActionKindDecl] = {}
+        self.records: dict[str, ir.RecordDecl] = {}
+        self.roles: dict[str, ir.Ident] = {}
+        self.entry_clauses: list[ir.EntryClause] = []
+        self.workflows: dict[str, ir.WorkflowDecl] = {}
+        self.dispatches: list[ir.DispatchDecl] = []
+        self._entry: list[str | None] = []
+        self._allowed: dict[int, tuple[tuple[str, ...], frozenset[str]]] = {}
+        self._fields: dict[str, dict[str, ir.Field]] = {}
+        self.signatures: dict[int, Signature] = {}  # `bind_args`' per-kind cache, by id of the kind
 
     @property
     def entry_trigger(self) -> str | None:
-        for name, decl in self.triggers.items():
-            if decl.entry:
-                return name
-        return None
+        if not self._entry:
+            self._entry.append(next((name for name, decl in self.triggers.items() if decl.entry), None))
+        return self._entry[0]
+
+    def _kind(self, kind: ir.ActionKindDecl) -> tuple[tuple[str, ...], frozenset[str]]:
+        found = self._allowed.get(id(kind))
+        if found is None:
+            if kind.triggers is not None:
+                names = tuple(t.name for t in kind.triggers)
+            else:
+                entry = self.entry_trigger
+                names = tuple(t for t in self.triggers if not (kind.action_class == "transition" and t == entry))
+            found = self._allowed[id(kind)] = (names, frozenset(names))
+        return found
 
     def kind_triggers(self, kind: ir.ActionKindDecl) -> tuple[str, ...]:
         """Every trigger a kind may be declared on (a transition never on the entry trigger)."""
-        if kind.triggers is not None:
-            return tuple(t.name for t in kind.triggers)
-        entry = self.entry_trigger
-        return tuple(t for t in self.triggers if not (kind.action_class == "transition" and t == entry))
+        return self._kind(kind)[0]
+
+    def kind_allows(self, kind: ir.ActionKindDecl, trigger: str) -> bool:
+        """Whether `kind` may be declared on `trigger`."""
+        return trigger in self._kind(kind)[1]
+
+    def record_fields(self, record: str) -> dict[str, ir.Field] | None:
+        """A declared record's fields by name (a duplicated name: its last declaration), or None."""
+        fields = self._fields.get(record)
+        if fields is None:
+            decl = self.records.get(record)
+            if decl is None:
+                return None
+            fields = self._fields[record] = {f.name.name: f for f in decl.fields}
+        return fields
 
 
-def suggest(name: str, candidates: Iterable[str]) -> str | None:
+# A suggestion compares a name with every candidate, so a file of many misspellings against a
+# huge vocabulary would take quadratic time: inside `suggestion_budget` (every compile) the
+# comparisons are counted, and once the budget is spent diagnostics carry no "did you mean".
+SUGGESTION_BUDGET = 50_000  # worst case (every candidate a near miss) about half a second
+_budget: ContextVar[list[int] | None] = ContextVar("interlock_suggestion_budget", default=None)
+
+
+@contextmanager
+def suggestion_budget(comparisons: int = SUGGESTION_BUDGET) -> Iterator[None]:
+    """Allow at most `comparisons` name comparisons for suggestions within the block."""
+    token = _budget.set([comparisons])
+    try:
+        yield
+    finally:
+        _budget.reset(token)
+
+
+def suggest(name: str, candidates: Collection[str]) -> str | None:
     """`did you mean `x`?` help text for a misspelt name, or None."""
+    budget = _budget.get()
+    if budget is not None:
+        if budget[0] < len(candidates):
+            return None
+        budget[0] -= len(candidates)
+    import difflib  # only when there is something to suggest: `interlock check` on a clean file skips it
+
     match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.7)
     return f"did you mean `{match[0]}`?" if match else None
+
+
+def listing(names: Collection[str], *, limit: int = 8, noun: str = "") -> str:
+    """`a`, `b`, `c` in the collection's order: at most `limit` names, then "and N more"
+    (`noun` after "more"), so a message stays short however long the list it describes."""
+    shown = [f"`{n}`" for n in (list(names)[:limit] if len(names) > limit else names)]
+    rest = len(names) - len(shown)
+    return ", ".join(shown) + (f" and {rest:,} more{' ' + noun if noun else ''}" if rest else "")
 
 
 def _dup(kind: str, ident: ir.Ident, first: ir.Ident) -> Diagnostic:

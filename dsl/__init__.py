@@ -20,16 +20,11 @@ __all__ = [
 
 def parse_source(source: SourceFile, limits: Limits = DEFAULT_LIMITS) -> tuple[ir.Module | None, list[Diagnostic]]:
     """Parse and lower one source file.  `None` means the file did not parse."""
-    from .lower import lower_tree
-    from .parser import parse_tree
+    from .parser import parse_module
 
     if len(source.text) > limits.max_bytes:
         return None, [_too_large(source.name, limits)]
-    tree, diagnostics = parse_tree(source, limits)
-    if tree is None:
-        return None, diagnostics
-    module, lowered = lower_tree(tree, source, limits.max_depth)
-    return module, diagnostics + lowered
+    return parse_module(source, limits)
 
 
 def parse_bytes(name: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[ir.Module | None, list[Diagnostic]]:

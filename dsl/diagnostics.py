@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from .construct import construct
 from .source import Span
 
 __all__ = ["Severity", "Label", "Diagnostic", "CodeInfo", "CODES", "make", "InternalCompilerError", "sort_key"]
@@ -79,6 +80,8 @@ _TABLE: tuple[CodeInfo, ...] = (
     CodeInfo("IL006", "unknown-module", _E, "`use NAME` names no shipped prelude and no sibling file"),
     CodeInfo("IL007", "invalid-escape", _E, "a string contains an escape the language does not have"),
     CodeInfo("IL008", "file-unreadable", _E, "the file cannot be read"),
+    CodeInfo("IL009", "too-many-items", _E, "more tokens, declarations, steps, actions or list entries than the "
+                                            "limit, or an over-long string or name"),
     # -- names ------------------------------------------------------------------
     CodeInfo("IL101", "unknown-action-kind", _E, "an action names no declared kind"),
     CodeInfo("IL102", "unknown-parameter", _E, "a named argument the kind does not declare"),
@@ -150,20 +153,12 @@ def make(
 ) -> Diagnostic:
     """Build a diagnostic from its kebab name; the code and severity come from the registry."""
     info = _BY_NAME[name]
-    return Diagnostic.model_construct(
-        code=info.code,
-        name=info.name,
-        severity=info.severity,
-        span=span,
-        message=message,
-        labels=labels,
-        notes=notes,
-        help=help,
-    )
+    return construct(Diagnostic, {"code": info.code, "name": info.name, "severity": info.severity, "span": span,
+                                  "message": message, "labels": labels, "notes": notes, "help": help})
 
 
 def label(span: Span, message: str) -> Label:
-    return Label.model_construct(span=span, message=message)
+    return construct(Label, {"span": span, "message": message})
 
 
 def sort_key(d: Diagnostic) -> tuple[str, int, int, str]:

@@ -4,13 +4,12 @@ Every node carries a `kind` tag and a `span`.  Nodes are data only; traversal li
 `walk`.  Lowering (`interlock.dsl.lower`) is the one place that builds them.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator
-from typing import Literal, Union
+from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict
 
+from .construct import construct
 from .source import Span
 
 __all__ = [
@@ -27,6 +26,11 @@ class Node(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     span: Span
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # unpickles through `construct` (one call per node instead of pydantic's
+        # `__setstate__`): the lowered prelude is cached as a pickle
+        return construct, (type(self), self.__dict__)
 
 
 class Ident(Node):
@@ -68,18 +72,18 @@ class CallValue(Node):
 
     kind: Literal["call"] = "call"
     name: NameValue
-    args: tuple[Value, ...]
+    args: tuple["Value", ...]
 
 
 class ListValue(Node):
     kind: Literal["list"] = "list"
-    items: tuple[Value, ...]
+    items: tuple["Value", ...]
 
 
 class MapEntry(Node):
     kind: Literal["map_entry"] = "map_entry"
     key: str
-    value: Value
+    value: "Value"
 
 
 class MapValue(Node):
@@ -101,7 +105,7 @@ class PathExpr(Node):
 
 class NotExpr(Node):
     kind: Literal["not"] = "not"
-    operand: Expr
+    operand: "Expr"
 
 
 class BinaryExpr(Node):
@@ -109,8 +113,8 @@ class BinaryExpr(Node):
 
     kind: Literal["binary"] = "binary"
     op: Literal["or", "and", "==", "!=", "??"]
-    left: Expr
-    right: Expr
+    left: "Expr"
+    right: "Expr"
 
 
 Expr = Union[PathExpr, StrLit, IntLit, BoolLit, NotExpr, BinaryExpr]
@@ -121,7 +125,7 @@ Expr = Union[PathExpr, StrLit, IntLit, BoolLit, NotExpr, BinaryExpr]
 class TypeRef(Node):
     kind: Literal["type"] = "type"
     name: str
-    arg: TypeRef | None = None
+    arg: "TypeRef | None" = None
     optional: bool = False
 
     def render(self) -> str:

@@ -1,28 +1,37 @@
-"""Lark parse tree in, IR `Module` out (plus diagnostics for bad string escapes).
+"""Lark tokens in, IR nodes out: the callbacks the LALR parser calls as it reduces each rule.
 
 This is the only place IR nodes are built from syntax.  Method names match grammar rule
-names.  Spans come from tokens, so the same transformer works on a finished tree or
-inline in the LALR parser.  Nodes are built with `model_construct`: the grammar already
-guarantees their shape, so re-validating every node would only cost time.
+names.  The parser runs these methods inline (`interlock.dsl.parser`), so no parse tree
+is ever built; they take tokens and nodes only (Lark forbids `meta` arguments inline).
+Spans come straight from each token's own line/column fields, and nodes are built with `construct` from complete field dicts: the
+grammar already guarantees their shape, so re-validating every node would only cost
+time.  Count limits (IL009) and expression depth (IL003) are checked as nodes are built;
+a violation stops the parse (`Refused`).
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from lark import Token, Transformer, Tree
+from lark import Token
 
 from . import ir
+from .construct import construct
 from .diagnostics import Diagnostic, make
 from .source import SourceFile, Span
 
-__all__ = ["lower_tree", "unescape"]
+if TYPE_CHECKING:
+    from .parser import Limits
+
+__all__ = ["Lowering", "Refused", "unescape"]
 
 # Integers are 64-bit signed: plans cross into JSON and SQL, and a longer digit string
-# would otherwise trip Python's int-conversion limit inside the transformer.
+# would otherwise trip Python's int-conversion limit.
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "0": "\0", "/": "/"}
+# canonical operator strings, so a binary node does not keep its token alive
+_OPS = {op: op for op in ("or", "and", "==", "!=", "??")}
 
 
 def unescape(body: str) -> tuple[str, int | None]:
@@ -49,55 +58,66 @@ def unescape(body: str) -> tuple[str, int | None]:
     return "".join(out), None
 
 
-class _Lower(Transformer[Token, Any]):
-    def __init__(self, source: SourceFile, max_depth: int) -> None:
-        super().__init__(visit_tokens=False)
-        self.source = source
+class Refused(Exception):
+    """A limit was exceeded while lowering; the diagnostic is already recorded."""
+
+
+def _start(item: Any) -> tuple[int, int]:
+    if isinstance(item, Token):
+        return item.line, item.column  # type: ignore[return-value]
+    span: Span = item.span
+    return span.line, span.col
+
+
+def _end(item: Any) -> tuple[int, int]:
+    if isinstance(item, Token):
+        return item.end_line, item.end_column  # type: ignore[return-value]
+    span: Span = item.span
+    return span.end_line, span.end_col
+
+
+class Lowering:
+    """One file's lowering state plus a method per grammar rule (`begin` before each parse).
+
+    Every rule has a method: with no `__default__` to fall back on, Lark's callbacks stay
+    plain picklable objects (the built parser is cached as a pickle).
+    """
+
+    def __init__(self) -> None:
         self.diagnostics: list[Diagnostic] = []
-        self.max_depth = max_depth
-        self.too_deep = False
-        # Operator depth of each `not`/binary node built so far, by id.  A left-associative
-        # chain (`a ?? b ?? …`) is flat in the parse tree but as deep as it is long in the IR,
-        # and every later pass walks expressions recursively.
         self._depth: dict[int, int] = {}
+
+    def begin(self, source: SourceFile, limits: Limits) -> None:
+        self.source = source
+        self.file = source.name
+        self.limits = limits
+        self.diagnostics = []
+        # Operator depth of each `not`/binary node built so far, by id.  A left-associative
+        # chain (`a ?? b ?? …`) is flat in the grammar but as deep as it is long in the IR,
+        # and every later pass walks expressions recursively.
+        self._depth = {}
+
+    def end(self) -> list[Diagnostic]:
+        """The diagnostics of the parse just finished; drops per-file state."""
+        diagnostics = self.diagnostics
+        self.diagnostics = []
+        self._depth = {}
+        del self.source
+        return diagnostics
 
     # ---- helpers -----------------------------------------------------------------------
     def tspan(self, tok: Token) -> Span:
-        start = tok.start_pos or 0
-        end = tok.end_pos if tok.end_pos is not None else start + len(tok)
-        return self.source.span(start, end)
+        return construct(Span, {"file": self.file, "line": tok.line, "col": tok.column,
+                                "end_line": tok.end_line, "end_col": tok.end_column})
 
-    def span(self, *items: Any) -> Span:
-        first = last = None
-        for item in items:
-            s = self._item_span(item)
-            if s is None:
-                continue
-            if first is None:
-                first = s
-            last = s
-        if first is None or last is None:
-            return self.source.span(0, 0)
-        return Span.model_construct(file=first.file, line=first.line, col=first.col,
-                                    end_line=last.end_line, end_col=last.end_col)
-
-    def _item_span(self, item: Any) -> Span | None:
-        if item is None:
-            return None
-        if isinstance(item, Token):
-            return self.tspan(item)
-        if isinstance(item, ir.Node):
-            return item.span
-        if isinstance(item, (list, tuple)):
-            spans = [s for s in (self._item_span(x) for x in item) if s is not None]
-            if not spans:
-                return None
-            return Span.model_construct(file=spans[0].file, line=spans[0].line, col=spans[0].col,
-                                        end_line=spans[-1].end_line, end_col=spans[-1].end_col)
-        return None
+    def cover(self, first: Any, last: Any) -> Span:
+        """From the start of `first` to the end of `last` (each a token or a node)."""
+        line, col = _start(first)
+        end_line, end_col = _end(last)
+        return construct(Span, {"file": self.file, "line": line, "col": col, "end_line": end_line, "end_col": end_col})
 
     def ident(self, tok: Token) -> ir.Ident:
-        return ir.Ident.model_construct(span=self.tspan(tok), name=str(tok))
+        return construct(ir.Ident, {"span": self.tspan(tok), "kind": "ident", "name": str(tok)})
 
     def intlit(self, tok: Token) -> ir.IntLit:
         text = str(tok)
@@ -110,44 +130,58 @@ class _Lower(Transformer[Token, Any]):
             self.diagnostics.append(make("invalid-token", self.tspan(tok),
                                          f"integer `{shown}` is out of range (64-bit signed)"))
             value = 0
-        return ir.IntLit.model_construct(span=self.tspan(tok), value=value)
-
-    def _nest(self, node: ir.Expr, operands: tuple[ir.Expr, ...], where: ir.Expr) -> None:
-        depth = 1 + max(self._depth.get(id(o), 0) for o in operands)
-        self._depth[id(node)] = depth
-        if depth > self.max_depth and not self.too_deep:
-            self.too_deep = True
-            self.diagnostics.append(make("nesting-too-deep", where.span,
-                                         f"expression nested deeper than {self.max_depth} levels",
-                                         help="split the expression; operator chains count as nesting"))
+        return construct(ir.IntLit, {"span": self.tspan(tok), "kind": "int", "value": value})
 
     def strlit(self, tok: Token) -> ir.StrLit:
-        text, bad = unescape(str(tok)[1:-1])
-        span = self.tspan(tok)
+        text, bad = unescape(tok[1:-1])
         if bad is not None:
             start = (tok.start_pos or 0) + 1 + bad
             self.diagnostics.append(make(
                 "invalid-escape", self.source.span(start, start + 2),
-                f"unknown escape `{str(tok)[1 + bad:3 + bad]}` in string",
+                f"unknown escape `{tok[1 + bad:3 + bad]}` in string",
                 help='use one of \\" \\\\ \\n \\t \\r \\0 \\/ or \\uXXXX'))
-        return ir.StrLit.model_construct(span=span, value=text)
+        return construct(ir.StrLit, {"span": self.tspan(tok), "kind": "str", "value": text})
+
+    def _nest(self, node: ir.Expr, operands: tuple[ir.Expr, ...], where: ir.Expr) -> None:
+        get = self._depth.get
+        depth = 1 + max(get(id(o), 0) for o in operands)
+        self._depth[id(node)] = depth
+        if depth > self.limits.max_depth:
+            self.diagnostics.append(make("nesting-too-deep", where.span,
+                                         f"expression nested deeper than {self.limits.max_depth} levels",
+                                         help="split the expression; operator chains count as nesting"))
+            raise Refused
+
+    def _count(self, items: list[Any], limit: int, what: str, whose: str) -> None:
+        if len(items) > limit:
+            self._too_many(items[limit], len(items), limit, what, whose)
+
+    def _too_many(self, first_past: Any, count: int, limit: int, what: str, whose: str) -> NoReturn:
+        span = first_past if isinstance(first_past, Span) else self.cover(first_past, first_past)
+        self.diagnostics.append(make("too-many-items", span, f"{whose} has {count:,} {what}; the limit is {limit:,}",
+                                     help="split it into smaller parts"))
+        raise Refused
 
     # ---- module and vocabulary ------------------------------------------------------
-    def start(self, children: list[Any]) -> ir.Module:
-        decls = tuple(children)
-        end = len(self.source.text)
-        return ir.Module.model_construct(span=self.source.span(0, end), file=self.source.name, decls=decls)
+    def start(self, c: list[Any]) -> ir.Module:
+        self._count(c, self.limits.max_declarations, "declarations", "the file")
+        return construct(ir.Module, {"span": self.source.span(0, len(self.source.text)), "kind": "module",
+                                     "file": self.file, "decls": tuple(c)})
 
     def use_decl(self, c: list[Any]) -> ir.UseDecl:
-        return ir.UseDecl.model_construct(span=self.span(c), name=self.ident(c[0]))
+        name = self.ident(c[0])
+        return construct(ir.UseDecl, {"span": name.span, "kind": "use", "name": name})
 
     def trigger_decl(self, c: list[Any]) -> ir.TriggerDecl:
         name, params, entry = c
-        return ir.TriggerDecl.model_construct(span=self.span(c), name=self.ident(name),
-                                              params=tuple(params or ()), entry=entry is not None)
+        last = entry if entry is not None else params[-1] if params else name
+        return construct(ir.TriggerDecl, {"span": self.cover(name, last), "kind": "trigger", "name": self.ident(name),
+                                          "params": tuple(params or ()), "entry": entry is not None})
 
     def role_decl(self, c: list[Any]) -> ir.RoleDecl:
-        return ir.RoleDecl.model_construct(span=self.span(c), names=tuple(self.ident(t) for t in c))
+        self._count(c, self.limits.max_items, "names", "this `role` line")
+        return construct(ir.RoleDecl, {"span": self.cover(c[0], c[-1]), "kind": "role",
+                                       "names": tuple(self.ident(t) for t in c)})
 
     def action_class(self, c: list[Any]) -> Token:
         tok: Token = c[0]
@@ -155,65 +189,94 @@ class _Lower(Transformer[Token, Any]):
 
     def action_decl(self, c: list[Any]) -> ir.ActionKindDecl:
         cls, name, params, triggers = c
-        return ir.ActionKindDecl.model_construct(
-            span=self.span(c), action_class=cast(Any, str(cls)), name=self.ident(name), params=tuple(params or ()),
-            triggers=None if triggers is None else tuple(triggers))
+        last = triggers[-1] if triggers else params[-1] if params else name
+        return construct(ir.ActionKindDecl, {
+            "span": self.cover(cls, last), "kind": "action_kind", "action_class": str(cls), "name": self.ident(name),
+            "params": tuple(params or ()), "triggers": None if triggers is None else tuple(triggers)})
 
     def on_clause(self, c: list[Any]) -> list[ir.Ident]:
+        self._count(c, self.limits.max_items, "triggers", "this `on` list")
         return [self.ident(t) for t in c]
 
     def params(self, c: list[Any]) -> list[ir.Param]:
-        return [p for p in c if p is not None]
+        params = [p for p in c if p is not None]
+        self._count(params, self.limits.max_items, "parameters", "this parameter list")
+        return params
 
     def param(self, c: list[Any]) -> ir.Param:
         name, typ, default = c
-        return ir.Param.model_construct(span=self.span(c), name=self.ident(name), type=typ, default=default)
+        return construct(ir.Param, {"span": self.cover(name, typ if default is None else default), "kind": "param",
+                                    "name": self.ident(name), "type": typ, "default": default})
 
     def type(self, c: list[Any]) -> ir.TypeRef:
         name, arg, optional = c
-        return ir.TypeRef.model_construct(span=self.span(c), name=str(name), arg=arg, optional=optional is not None)
+        last = optional if optional is not None else arg if arg is not None else name
+        return construct(ir.TypeRef, {"span": self.cover(name, last), "kind": "type", "name": str(name), "arg": arg,
+                                      "optional": optional is not None})
 
     def type_arg(self, c: list[Any]) -> ir.TypeRef:
         typ: ir.TypeRef = c[0]
         return typ
 
     def record_decl(self, c: list[Any]) -> ir.RecordDecl:
-        return ir.RecordDecl.model_construct(span=self.span(c), name=self.ident(c[0]), fields=tuple(c[1:]))
+        name, *fields = c
+        self._count(fields, self.limits.max_items, "fields", f"record `{name}`")
+        return construct(ir.RecordDecl, {"span": self.cover(name, fields[-1] if fields else name), "kind": "record",
+                                         "name": self.ident(name), "fields": tuple(fields)})
 
     def field(self, c: list[Any]) -> ir.Field:
-        return ir.Field.model_construct(span=self.span(c), name=self.ident(c[0]), type=c[1])
+        name, typ = c
+        return construct(ir.Field, {"span": self.cover(name, typ), "kind": "field", "name": self.ident(name),
+                                    "type": typ})
 
     def entry_decl(self, c: list[Any]) -> ir.EntryDecl:
-        return ir.EntryDecl.model_construct(span=self.span(c[0]), clauses=tuple(c[1:]))
+        clauses = c[1:]
+        self._count(clauses, self.limits.max_items, "lists", "this `entry` block")
+        return construct(ir.EntryDecl, {"span": self.tspan(c[0]), "kind": "entry", "clauses": tuple(clauses)})
 
     def entry_mode(self, c: list[Any]) -> Token:
         tok: Token = c[0]
         return tok
 
     def entry_clause(self, c: list[Any]) -> ir.EntryClause:
-        return ir.EntryClause.model_construct(span=self.span(c), mode=cast(Any, str(c[0])),
-                                              kinds=tuple(self.ident(t) for t in c[1:]))
+        mode, *names = c
+        self._count(names, self.limits.max_items, "kinds", f"this `{mode}` list")
+        return construct(ir.EntryClause, {"span": self.cover(mode, c[-1]), "kind": "entry_clause", "mode": str(mode),
+                                          "kinds": tuple(self.ident(t) for t in names)})
 
     # ---- workflows ------------------------------------------------------------------
     def workflow_decl(self, c: list[Any]) -> ir.WorkflowDecl:
         name, title, *items = c
-        hidden = any(isinstance(i, Token) and i.type == "HIDDEN" for i in items)
-        steps = tuple(i for i in items if isinstance(i, ir.StepDecl))
-        return ir.WorkflowDecl.model_construct(span=self.span(name, title), name=self.ident(name),
-                                               title=None if title is None else self.strlit(title),
-                                               hidden=hidden, steps=steps)
+        steps = [i for i in items if isinstance(i, ir.StepDecl)]
+        self._count(steps, self.limits.max_steps, "steps", f"workflow `{name}`")
+        self._count(items, self.limits.max_items, "items", f"workflow `{name}`")
+        return construct(ir.WorkflowDecl, {
+            "span": self.cover(name, name if title is None else title), "kind": "workflow", "name": self.ident(name),
+            "title": None if title is None else self.strlit(title),
+            "hidden": len(steps) != len(items), "steps": tuple(steps)})
 
     def step_decl(self, c: list[Any]) -> ir.StepDecl:
         name, title, *items = c
-        return ir.StepDecl.model_construct(
-            span=self.span(name, title), name=self.ident(name),
-            title=None if title is None else self.strlit(title),
-            flags=tuple(i for i in items if isinstance(i, ir.StepFlag)),
-            settings=tuple(i for i in items if isinstance(i, ir.StepSetting)),
-            handlers=tuple(i for i in items if isinstance(i, ir.Handler)))
+        self._count(items, self.limits.max_items, "attributes and handlers", f"step `{name}`")
+        flags = []
+        settings = []
+        handlers = []
+        for i in items:
+            kind = i.kind
+            if kind == "handler":
+                handlers.append(i)
+            elif kind == "step_setting":
+                settings.append(i)
+            else:
+                flags.append(i)
+        return construct(ir.StepDecl, {
+            "span": self.cover(name, name if title is None else title), "kind": "step", "name": self.ident(name),
+            "title": None if title is None else self.strlit(title),
+            "flags": tuple(flags), "settings": tuple(settings), "handlers": tuple(handlers)})
 
     def step_flag(self, c: list[Any]) -> ir.StepFlag:
-        return ir.StepFlag.model_construct(span=self.span(c), name=cast(Any, str(c[0])))
+        tok = c[0]
+        return construct(ir.StepFlag, {"span": self.tspan(tok), "kind": "step_flag", "name": str(tok)})
 
     def step_setting(self, c: list[Any]) -> ir.StepSetting:
         key, tok = c
@@ -224,35 +287,47 @@ class _Lower(Transformer[Token, Any]):
             value = self.strlit(tok)
         else:
             value = self.ident(tok)
-        return ir.StepSetting.model_construct(span=self.span(c), name=cast(Any, str(key)), value=value)
+        return construct(ir.StepSetting, {"span": self.cover(key, tok), "kind": "step_setting", "name": str(key),
+                                          "value": value})
 
     def handler(self, c: list[Any]) -> ir.Handler:
-        return ir.Handler.model_construct(span=self.span(c[0]), trigger=self.ident(c[0]), actions=tuple(c[1:]))
+        trigger = self.ident(c[0])
+        actions = c[1:]
+        self._count(actions, self.limits.max_actions, "actions", f"handler `on {trigger.name}`")
+        return construct(ir.Handler, {"span": trigger.span, "kind": "handler", "trigger": trigger,
+                                      "actions": tuple(actions)})
 
     def action(self, c: list[Any]) -> ir.ActionCall:
         name, args, guard, approval = c
-        return ir.ActionCall.model_construct(
-            span=self.span(c), name=self.ident(name), args=tuple(args or ()), has_parens=args is not None,
-            guard=guard, requires_approval=None if approval is None else self.tspan(approval))
+        last = approval if approval is not None else guard if guard is not None else args[-1] if args else name
+        return construct(ir.ActionCall, {
+            "span": self.cover(name, last), "kind": "action", "name": self.ident(name), "args": tuple(args or ()),
+            "has_parens": args is not None, "guard": guard,
+            "requires_approval": None if approval is None else self.tspan(approval)})
 
     def guard(self, c: list[Any]) -> ir.QuorumGuard:
-        _, role, threshold = c
-        return ir.QuorumGuard.model_construct(span=self.span(c), role=self.ident(role), threshold=threshold)
+        quorum, role, threshold = c
+        return construct(ir.QuorumGuard, {"span": self.cover(quorum, threshold), "kind": "quorum",
+                                          "role": self.ident(role), "threshold": threshold})
 
     def threshold(self, c: list[Any]) -> ir.Threshold:
         name, count = c
-        return ir.Threshold.model_construct(
-            span=self.span(c), name=self.ident(name),
-            count=None if count is None else self.intlit(count))
+        return construct(ir.Threshold, {"span": self.cover(name, name if count is None else count), "kind": "threshold",
+                                        "name": self.ident(name), "count": None if count is None else self.intlit(count)})
 
     def args(self, c: list[Any]) -> list[ir.Arg]:
-        return [a for a in c if a is not None]
+        args = [a for a in c if a is not None]
+        self._count(args, self.limits.max_items, "arguments", "this argument list")
+        return args
 
     def named_arg(self, c: list[Any]) -> ir.Arg:
-        return ir.Arg.model_construct(span=self.span(c), name=self.ident(c[0]), value=c[1])
+        name, value = c
+        return construct(ir.Arg, {"span": self.cover(name, value), "kind": "arg", "name": self.ident(name),
+                                  "value": value})
 
     def positional_arg(self, c: list[Any]) -> ir.Arg:
-        return ir.Arg.model_construct(span=self.span(c), name=None, value=c[0])
+        value = c[0]
+        return construct(ir.Arg, {"span": value.span, "kind": "arg", "name": None, "value": value})
 
     # ---- values -----------------------------------------------------------------------
     def string(self, c: list[Any]) -> ir.StrLit:
@@ -262,54 +337,64 @@ class _Lower(Transformer[Token, Any]):
         return self.intlit(c[0])
 
     def true(self, c: list[Any]) -> ir.BoolLit:
-        return ir.BoolLit.model_construct(span=self.tspan(c[0]), value=True)
+        return construct(ir.BoolLit, {"span": self.tspan(c[0]), "kind": "bool", "value": True})
 
     def false(self, c: list[Any]) -> ir.BoolLit:
-        return ir.BoolLit.model_construct(span=self.tspan(c[0]), value=False)
+        return construct(ir.BoolLit, {"span": self.tspan(c[0]), "kind": "bool", "value": False})
 
     def path(self, c: list[Any]) -> list[Token]:
-        return list(c)
+        self._count(c, self.limits.max_items, "parts", "this dotted name")
+        return c
 
     def name_value(self, c: list[Any]) -> ir.NameValue:
         toks = c[0]
-        return ir.NameValue.model_construct(span=self.span(toks), parts=tuple(str(t) for t in toks))
+        return construct(ir.NameValue, {"span": self.cover(toks[0], toks[-1]), "kind": "name",
+                                        "parts": tuple(str(t) for t in toks)})
 
     def call_value(self, c: list[Any]) -> ir.CallValue:
         toks, *args = c
-        name = ir.NameValue.model_construct(span=self.span(toks), parts=tuple(str(t) for t in toks))
-        values = tuple(a for a in args if a is not None)
-        return ir.CallValue.model_construct(span=self.span(name, values), name=name, args=values)
+        name = self.name_value([toks])
+        values = [a for a in args if a is not None]
+        self._count(values, self.limits.max_items, "arguments", f"`{name.dotted}(…)`")
+        return construct(ir.CallValue, {"span": self.cover(name, values[-1] if values else name), "kind": "call",
+                                        "name": name, "args": tuple(values)})
 
     def list_value(self, c: list[Any]) -> ir.ListValue:
-        items = tuple(v for v in c if v is not None)
-        return ir.ListValue.model_construct(span=self.span(items), items=items)
+        items = [v for v in c[1:-1] if v is not None]
+        self._count(items, self.limits.max_items, "items", "this list")
+        return construct(ir.ListValue, {"span": self.cover(c[0], c[-1]), "kind": "list", "items": tuple(items)})
 
     def map_value(self, c: list[Any]) -> ir.MapValue:
-        entries = tuple(e for e in c if e is not None)
-        return ir.MapValue.model_construct(span=self.span(entries), entries=entries)
+        entries = [e for e in c[1:-1] if e is not None]
+        self._count(entries, self.limits.max_items, "entries", "this map")
+        return construct(ir.MapValue, {"span": self.cover(c[0], c[-1]), "kind": "map", "entries": tuple(entries)})
 
     def map_entry(self, c: list[Any]) -> ir.MapEntry:
         key, value = c
         text = self.strlit(key).value if key.type == "STRING" else str(key)
-        return ir.MapEntry.model_construct(span=self.span(c), key=text, value=value)
+        return construct(ir.MapEntry, {"span": self.cover(key, value), "kind": "map_entry", "key": text,
+                                       "value": value})
 
     # ---- dispatch sequences --------------------------------------------------------------
     def dispatch_decl(self, c: list[Any]) -> ir.DispatchDecl:
         _, name, trigger, *items = c
-        return ir.DispatchDecl.model_construct(span=self.span(name, trigger), name=self.ident(name),
-                                               trigger=self.ident(trigger), items=tuple(items))
+        self._count(items, self.limits.max_dispatch_items, "items", f"dispatch `{name}`")
+        return construct(ir.DispatchDecl, {"span": self.cover(name, trigger), "kind": "dispatch",
+                                           "name": self.ident(name), "trigger": self.ident(trigger),
+                                           "items": tuple(items)})
 
     def event_item(self, c: list[Any]) -> ir.EventItem:
-        return ir.EventItem.model_construct(span=self.span(c), record=self.ident(c[0]))
+        record = self.ident(c[0])
+        return construct(ir.EventItem, {"span": record.span, "kind": "event", "record": record})
 
     def level(self, c: list[Any]) -> str:
         return str(c[0])
 
     def skip_item(self, c: list[Any]) -> ir.SkipItem:
         name, level, message, cond = c
-        return ir.SkipItem.model_construct(span=self.span(name, cond), name=self.ident(name), level=level,
-                                           message=None if message is None else self.strlit(message),
-                                           condition=cond)
+        return construct(ir.SkipItem, {"span": self.cover(name, cond), "kind": "skip", "name": self.ident(name),
+                                       "level": level, "message": None if message is None else self.strlit(message),
+                                       "condition": cond})
 
     def load_outcome(self, c: list[Any]) -> Token:
         tok: Token = c[0]
@@ -317,34 +402,45 @@ class _Lower(Transformer[Token, Any]):
 
     def load_item(self, c: list[Any]) -> ir.LoadItem:
         name, loader, *rest = c
-        args = tuple(x for x in rest if x is not None and not isinstance(x, ir.LoadCase))
-        cases = tuple(x for x in rest if isinstance(x, ir.LoadCase))
-        return ir.LoadItem.model_construct(span=self.span(name, loader, args), name=self.ident(name),
-                                           loader=self.ident(loader), args=args, cases=cases)
+        args = [x for x in rest if x is not None and not isinstance(x, ir.LoadCase)]
+        cases = [x for x in rest if isinstance(x, ir.LoadCase)]
+        self._count(args, self.limits.max_items, "arguments", f"`load {name}`")
+        self._count(cases, self.limits.max_items, "cases", f"`load {name}`")
+        return construct(ir.LoadItem, {"span": self.cover(name, args[-1] if args else loader), "kind": "load",
+                                       "name": self.ident(name), "loader": self.ident(loader), "args": tuple(args),
+                                       "cases": tuple(cases)})
 
     def load_case(self, c: list[Any]) -> ir.LoadCase:
         *outcomes, name, level, message = c
-        return ir.LoadCase.model_construct(span=self.span(c), outcomes=cast(Any, tuple(str(o) for o in outcomes)),
-                                           guard=self.ident(name), level=level,
-                                           message=None if message is None else self.strlit(message))
+        self._count(outcomes, self.limits.max_items, "outcomes", "this load case")
+        return construct(ir.LoadCase, {
+            "span": self.cover(outcomes[0], name if message is None else message), "kind": "load_case",
+            "outcomes": tuple(str(o) for o in outcomes), "guard": self.ident(name), "level": level,
+            "message": None if message is None else self.strlit(message)})
 
     def operation_item(self, c: list[Any]) -> ir.OperationItem:
         kw, template, cond = c
-        return ir.OperationItem.model_construct(span=self.span(kw, template), template=self.strlit(template),
-                                                condition=cond)
+        return construct(ir.OperationItem, {"span": self.cover(kw, template), "kind": "operation",
+                                            "template": self.strlit(template), "condition": cond})
 
     def payload_item(self, c: list[Any]) -> ir.PayloadItem:
-        return ir.PayloadItem.model_construct(span=self.span(c[0]), assignments=tuple(c[1:]))
+        assignments = c[1:]
+        self._count(assignments, self.limits.max_items, "assignments", "this payload")
+        return construct(ir.PayloadItem, {"span": self.tspan(c[0]), "kind": "payload",
+                                          "assignments": tuple(assignments)})
 
     def assignment(self, c: list[Any]) -> ir.Assignment:
-        return ir.Assignment.model_construct(span=self.span(c), name=self.ident(c[0]), value=c[1])
+        name, value = c
+        return construct(ir.Assignment, {"span": self.cover(name, value), "kind": "assignment",
+                                         "name": self.ident(name), "value": value})
 
     # ---- expressions -------------------------------------------------------------------
     def _chain(self, c: list[Any]) -> ir.Expr:
         left: ir.Expr = c[0]
         for i in range(1, len(c), 2):
-            op, right = c[i], c[i + 1]
-            node = ir.BinaryExpr.model_construct(span=self.span(left, right), op=cast(Any, str(op)), left=left, right=right)
+            right = c[i + 1]
+            node = construct(ir.BinaryExpr, {"span": self.cover(left, right), "kind": "binary", "op": _OPS[c[i]],
+                                             "left": left, "right": right})
             self._nest(node, (left, right), right)
             left = node
         return left
@@ -352,23 +448,15 @@ class _Lower(Transformer[Token, Any]):
     or_expr = and_expr = cmp_expr = coalesce_expr = _chain
 
     def not_expr(self, c: list[Any]) -> ir.NotExpr:
-        node = ir.NotExpr.model_construct(span=self.span(c), operand=c[1])
+        node = construct(ir.NotExpr, {"span": self.cover(c[0], c[1]), "kind": "not", "operand": c[1]})
         self._nest(node, (c[1],), node)
         return node
 
     def path_expr(self, c: list[Any]) -> ir.PathExpr:
         toks = c[0]
-        return ir.PathExpr.model_construct(span=self.span(toks), parts=tuple(str(t) for t in toks))
+        return construct(ir.PathExpr, {"span": self.cover(toks[0], toks[-1]), "kind": "path",
+                                       "parts": tuple(str(t) for t in toks)})
 
     def paren_expr(self, c: list[Any]) -> ir.Expr:
         expr: ir.Expr = c[0]
         return expr
-
-
-def lower_tree(tree: Tree[Token], source: SourceFile,
-               max_depth: int = 64) -> tuple[ir.Module | None, list[Diagnostic]]:
-    """Lower a parse tree of `source` to an IR module (None: an expression nests past `max_depth`)."""
-    lowering = _Lower(source, max_depth)
-    module = lowering.transform(tree)
-    assert isinstance(module, ir.Module)
-    return (None if lowering.too_deep else module), lowering.diagnostics

@@ -1,35 +1,75 @@
-"""Source text in, Lark parse tree (or diagnostics) out.
+"""Source text in, IR module (or diagnostics) out: the limits pre-scan and the LALR parse.
 
 The LALR parser is built once per process from `interlock/grammars/wf.lark` and cached
-on disk between runs (Lark's own cache, keyed by grammar hash and Lark version).
-Input limits are enforced here, before Lark sees the text, so hostile input gets a
-diagnostic instead of a hang or a traceback.
+on disk between runs (Lark's own cache, keyed by grammar hash and Lark version).  It
+lowers as it parses: the `Lowering` callbacks (`interlock.dsl.lower`) build IR nodes at
+each reduction, so no parse tree is built.  Input limits are enforced before Lark sees
+the text (size, nesting, operator chains, tokens, string and name lengths) and while
+lowering (counts of declarations, steps, actions, …), so hostile input gets a diagnostic
+instead of a hang or a traceback.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import re
+import sys
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import suppress
 from functools import lru_cache
-from importlib import resources
+from importlib import import_module
+from itertools import islice
 from pathlib import Path
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from lark import Lark, Token, Tree
+from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from .construct import construct
 from .diagnostics import Diagnostic, label, make
-from .source import SourceFile
+from .source import SourceFile, Span
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "get_parser", "parse_tree", "describe_expected"]
+if TYPE_CHECKING:
+    from . import ir
+    from .lower import Lowering
+
+__all__ = ["Limits", "DEFAULT_LIMITS", "get_parser", "parse_module", "describe_expected"]
 
 
-class Limits:
-    """Hard limits on one file; each violation is a diagnostic."""
+class Limits(NamedTuple):
+    """Hard limits on one file; each violation is a diagnostic (IL003, IL004 or IL009) and the file is refused.
 
-    def __init__(self, max_bytes: int = 8 * 1024 * 1024, max_depth: int = 64) -> None:
-        self.max_bytes = max_bytes
-        self.max_depth = max_depth
+    The defaults are far above any hand-written workflow file (the 20,000-line benchmark
+    file uses under a sixth of the token budget) and keep every later pass fast.  Build
+    one with keywords: `Limits(max_steps=50)`.
+    """
+
+    max_bytes: int = 8 * 1024 * 1024
+    """File size in bytes (IL004)."""
+    max_depth: int = 64
+    """Bracket nesting plus `not` chains, and operator depth of an expression (IL003)."""
+    max_tokens: int = 500_000
+    """Tokens in the file: names, literals, operators and punctuation, not comments (IL009)."""
+    max_string_length: int = 100_000
+    """Characters between the quotes of one string literal, escapes as written (IL009)."""
+    max_name_length: int = 256
+    """Characters of one name (identifier) (IL009)."""
+    max_declarations: int = 10_000
+    """Top-level declarations in the file (IL009)."""
+    max_steps: int = 1_000
+    """Steps in one workflow (IL009)."""
+    max_actions: int = 1_000
+    """Actions in one handler (IL009)."""
+    max_dispatch_items: int = 1_000
+    """Lines (`event`, `skip`, `load`, `operation`, `payload`) in one dispatch block (IL009)."""
+    max_items: int = 10_000
+    """Entries of any other list or block: list and map values, arguments, parameters,
+    record fields, names in `role`/`on`/entry lists, step attributes and handlers,
+    payload assignments, parts of a dotted name (IL009)."""
 
 
 DEFAULT_LIMITS = Limits()
@@ -55,28 +95,171 @@ def _cache_dir() -> str:
         return tempfile.gettempdir()
 
 
+def package_text(package: str, name: str) -> str | None:
+    """A text file shipped inside an interlock package (None: no such file).
+
+    Read from the package's folder when it has one: `importlib.resources` costs a few
+    milliseconds of imports (zipfile among them) on every `interlock check`.
+    """
+    init = getattr(import_module(package), "__file__", None)
+    if init is not None:
+        path = Path(init).parent / name
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    from importlib import resources  # a zipped install
+
+    resource = resources.files(package).joinpath(name)
+    return resource.read_text(encoding="utf-8") if resource.is_file() else None
+
+
 def grammar_text() -> str:
-    return resources.files("interlock.grammars").joinpath("wf.lark").read_text(encoding="utf-8")
+    text = package_text("interlock.grammars", "wf.lark")
+    assert text is not None, "wf.lark is shipped with the package"
+    return text
 
 
+# The built parser (tables, lexer configuration, callbacks bound to the lowering) is pickled
+# whole: loading it takes half the time of Lark rebuilding it from its own cache, which
+# matters to `interlock check` in a pre-commit hook.  On CPython the pickle also carries
+# every lexer state's compiled regular expression as SRE code (which CPython validates as
+# it loads it), so no process compiles them again (`re` compiles in pure Python: a few
+# milliseconds on the first parse).  The file starts with its key (the grammar text,
+# Lark's and Python's exact versions); any mismatch or error means a rebuild, and a
+# rebuild rewrites the file.
 @lru_cache(maxsize=1)
-def get_parser() -> Lark:
-    """The process-wide LALR parser (built from the on-disk cache when one exists)."""
-    import hashlib
-
+def _parser() -> tuple[Lark, Lowering]:
+    """The LALR parser with the lowering callbacks, from the pickle cache or built (and cached)."""
     import lark
 
+    from .lower import Lowering
+
     text = grammar_text()
+    key = _parser_key(text, lark.__version__)
+    pickled = Path(_cache_dir()) / f"wf-parser-lark{lark.__version__}-py{sys.version_info[0]}{sys.version_info[1]}.pickle"
+    loaded = _load_parser(pickled, key)
+    if loaded is not None:
+        return loaded
+    import hashlib
+
     digest = hashlib.sha256((text + lark.__version__).encode()).hexdigest()[:16]
-    cache_file = str(Path(_cache_dir()) / f"wf-{digest}.lark-cache")
-    return Lark(
+    lowering = Lowering()
+    parser = Lark(
         text,
         parser="lalr",
         lexer="contextual",
         propagate_positions=False,
         maybe_placeholders=True,
-        cache=cache_file,
+        cache=str(Path(_cache_dir()) / f"wf-{digest}.lark-cache"),
+        transformer=lowering,
     )
+    _store_parser(pickled, key, parser, lowering)
+    return parser, lowering
+
+
+_PARSER_CACHE_VERSION = 3
+_PRECOMPILED = sys.implementation.name == "cpython"
+
+
+def _parser_key(text: str, lark_version: str) -> tuple[object, ...]:
+    return (_PARSER_CACHE_VERSION, text, lark_version, sys.version, _PRECOMPILED)
+
+
+def _by_name() -> dict[int, str]:
+    """Objects Lark compares by identity: a pickle must refer to them by name, not copy them."""
+    from lark.parsers.lalr_analysis import Reduce, Shift
+
+    return {id(Shift): "Shift", id(Reduce): "Reduce"}
+
+
+def _sre_args(pattern: re.Pattern[str]) -> tuple[object, ...]:
+    """What `re` passes to `_sre.compile` for `pattern` (CPython's own compiler, re-run)."""
+    from re import _compiler, _parser  # type: ignore[attr-defined]
+
+    parsed = _parser.parse(pattern.pattern, pattern.flags)
+    groupindex = dict(parsed.state.groupdict)
+    indexgroup: list[str | None] = [None] * parsed.state.groups
+    for name, index in groupindex.items():
+        indexgroup[index] = name
+    code = [int(op) for op in _compiler._code(parsed, pattern.flags)]  # opcodes are named int subclasses
+    return (pattern.pattern, pattern.flags | parsed.state.flags, code, parsed.state.groups - 1, groupindex,
+            tuple(indexgroup))
+
+
+def _restore_pattern(*args: object) -> re.Pattern[str]:
+    import _sre  # type: ignore[import-not-found]
+
+    pattern: re.Pattern[str] = _sre.compile(*args)
+    return pattern
+
+
+class _ParserPickler(pickle.Pickler):
+    """Pickles modules and Lark's action singletons by name, and (on CPython) compiled
+    patterns as SRE code; all three load with the plain C unpickler."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._names = _by_name()
+
+    def reducer_override(self, obj: object) -> Any:
+        name = self._names.get(id(obj))
+        if name is not None:
+            return name  # a module-level name of the object's module
+        if isinstance(obj, ModuleType):  # Lark keeps the `re` module in its lexer configuration
+            return import_module, (obj.__name__,)
+        if _PRECOMPILED and type(obj) is re.Pattern:
+            return _restore_pattern, _sre_args(obj)
+        return NotImplemented
+
+
+def _load_parser(path: Path, key: tuple[object, ...]) -> tuple[Lark, Lowering] | None:
+    try:
+        with path.open("rb") as fh:
+            if pickle.load(fh) != key:
+                return None
+            loaded = pickle.load(fh)
+    except Exception:  # absent, stale or unreadable: rebuild
+        return None
+    from .lower import Lowering
+
+    if not (isinstance(loaded, tuple) and len(loaded) == 2 and isinstance(loaded[0], Lark)
+            and isinstance(loaded[1], Lowering)):
+        return None
+    return loaded[0], loaded[1]
+
+
+def _build_scanners(parser: Lark) -> None:
+    """Compile every lexer state's scanner now (Lark builds them lazily, on first use)."""
+    lexer = getattr(parser.parser, "lexer", None)
+    for basic in [*getattr(lexer, "lexers", {}).values(), getattr(lexer, "root_lexer", None)]:
+        if basic is not None and hasattr(basic, "scanner"):
+            basic.scanner  # noqa: B018 - the property builds and keeps it
+
+
+def _store_parser(path: Path, key: tuple[object, ...], parser: Lark, lowering: Lowering) -> None:
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        if _PRECOMPILED:
+            _build_scanners(parser)
+        with tmp.open("wb") as fh:
+            pickle.dump(key, fh, protocol=pickle.HIGHEST_PROTOCOL)  # its own memo: loaded on its own
+            _ParserPickler(fh).dump((parser, lowering))
+        tmp.replace(path)
+    except Exception:  # a read-only cache, or a Lark that cannot be pickled: only costs time
+        with suppress(OSError):
+            tmp.unlink()
+
+
+def get_parser() -> Lark:
+    """The process-wide LALR parser (built from the on-disk cache when one exists).
+
+    Its callbacks lower as they parse and keep per-file state: parse with `parse_module`,
+    which serialises parses and resets that state, not with `get_parser().parse`.
+    """
+    return _parser()[0]
+
+
+# One lowering state per process: parses take turns (they hold the GIL throughout anyway).
+_PARSE_LOCK = threading.Lock()
 
 
 # ---- words for expected tokens ----------------------------------------------------------
@@ -175,45 +358,190 @@ def _syntax_diagnostic(source: SourceFile, exc: UnexpectedInput) -> Diagnostic:
     return make("syntax-error", source.span(pos, pos), str(exc).splitlines()[0])
 
 
-_SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"?|#[^\n]*|[A-Za-z_][A-Za-z0-9_-]*|[()\[\]{}]')
+# One match per token the lexer would produce; a comment matches as '' (no group).  No
+# token spans a newline, so the text can be scanned in chunks that end at one.
+_SCAN = re.compile(r'#[^\n]*|([A-Za-z_][A-Za-z0-9_-]*|"[^"\\\n]*(?:\\.[^"\\\n]*)*"?|-?[0-9]+|\?\?|[=!]=|->|\S)')
+_CHUNK = 1 << 16
+_OPEN, _CLOSE, _NOT, _OR, _AND, _COALESCE, _COMPARE, _DOT, _PUNCT = range(9)
+# Tokens that matter to nesting and operator chains; anything else is an operand (a name,
+# a literal; a character the lexer will refuse anyway).
+_KINDS = {
+    "(": _OPEN, "[": _OPEN, "{": _OPEN, ")": _CLOSE, "]": _CLOSE, "}": _CLOSE, "not": _NOT, "or": _OR,
+    "and": _AND, "??": _COALESCE, "==": _COMPARE, "!=": _COMPARE, ".": _DOT,
+    ",": _PUNCT, ":": _PUNCT, "=": _PUNCT, "?": _PUNCT, "->": _PUNCT, "-": _PUNCT,
+}
 
 
-def _check_nesting(source: SourceFile, limits: Limits) -> Diagnostic | None:
-    """Reject bracket nesting and `not` chains past the limit before the parser builds deep trees."""
-    depth = 0
-    nots = 0
+def _prescan(source: SourceFile, limits: Limits) -> Diagnostic | None:
+    """Refuse, before the parser sees them: deep brackets, `not` chains and binary-operator
+    chains (`a ?? b ?? …` is flat in the grammar but as deep as it is long in the IR), too
+    many tokens, and over-long strings and names.  Expression depth is checked again,
+    exactly, while lowering; this pass only has to catch what would be slow to parse."""
+    text = source.text
     limit = limits.max_depth
-    for m in _SCAN.finditer(source.text):
-        tok = m.group()
-        c = tok[0]
-        if c in "([{":
-            depth += 1
-            if depth + nots > limit:
-                return make("nesting-too-deep", source.span(m.start(), m.end()),
-                            f"nesting deeper than {limit} levels",
-                            help="split the expression or value into smaller parts")
-        elif c in ")]}":
-            depth = depth - 1 if depth else 0
-            nots = 0
-        elif tok == "not":
-            nots += 1
-            if depth + nots > limit:
-                return make("nesting-too-deep", source.span(m.start(), m.end()),
-                            f"`not` chain deeper than {limit} levels", help="simplify the expression")
-        elif c != "#":
-            nots = 0
+    kind_of = _KINDS.get
+    depth = nots = tokens = 0
+    # Operator chains at the current bracket level: the expression's `or`s, the `and`s
+    # since its last `or`, the `??`s since its last other operator.  An operand right after
+    # an operand, or other punctuation, starts a new expression.
+    ors = ands = coalesces = 0
+    operand = False
+    saved: list[tuple[int, int, int]] = []
+    for pos, toks in _chunks(text, 0):
+        tokens += len(toks) - toks.count("")
+        if tokens > limits.max_tokens:
+            return _too_many_tokens(source, pos, tokens - len(toks) + toks.count(""), limits.max_tokens)
+        for index, tok in enumerate(toks):
+            kind = kind_of(tok)
+            if kind is None:
+                if not tok:  # a comment
+                    continue
+                nots = 0
+                if operand:
+                    ors = ands = coalesces = 0
+                operand = True
+            elif kind == _OPEN:
+                depth += 1
+                if depth + nots > limit:
+                    return make("nesting-too-deep", _locate(source, pos, index), f"nesting deeper than {limit} levels",
+                                help="split the expression or value into smaller parts")
+                saved.append((ors, ands, coalesces))
+                ors = ands = coalesces = 0
+                operand = False
+            elif kind == _CLOSE:
+                depth = depth - 1 if depth else 0
+                ors, ands, coalesces = saved.pop() if saved else (0, 0, 0)
+                operand = True
+                nots = 0
+            elif kind == _NOT:
+                if operand:
+                    ors = ands = coalesces = 0
+                operand = False
+                nots += 1
+                if depth + nots > limit:
+                    return make("nesting-too-deep", _locate(source, pos, index),
+                                f"`not` chain deeper than {limit} levels", help="simplify the expression")
+            else:
+                nots = 0
+                if kind in (_OR, _AND):
+                    if not operand:  # a name that happens to be spelt `or`
+                        operand = True
+                        continue
+                    if kind == _OR:
+                        ors += 1
+                        ands = coalesces = 0
+                    else:
+                        ands += 1
+                        coalesces = 0
+                    operand = False
+                    if ors > limit or ands > limit:
+                        return _chain_too_deep(source, pos, index, tok, limit)
+                elif kind == _COALESCE:
+                    coalesces += 1
+                    operand = False
+                    if coalesces > limit:
+                        return _chain_too_deep(source, pos, index, tok, limit)
+                elif kind == _COMPARE:
+                    coalesces = 0
+                    operand = False
+                elif kind == _DOT:
+                    operand = False
+                else:
+                    ors = ands = coalesces = 0
+                    operand = False
+    return _check_lengths(source, limits)
+
+
+def _chunks(text: str, pos: int) -> Iterator[tuple[int, list[str]]]:
+    """(start offset, token texts) for successive chunks of whole lines ('' for a comment)."""
+    size = len(text)
+    while pos < size:
+        end = text.find("\n", pos + _CHUNK)
+        end = size if end < 0 else end + 1
+        if end - pos <= 4 * _CHUNK:
+            yield pos, _SCAN.findall(text, pos, end)
+            pos = end
+        else:  # one very long line: a bounded number of tokens at a time
+            matches = list(islice(_SCAN.finditer(text, pos, end), _CHUNK))
+            yield pos, [m.group(1) or "" for m in matches]
+            pos = matches[-1].end() if len(matches) == _CHUNK else end
+
+
+def _locate(source: SourceFile, pos: int, index: int) -> Span:
+    """The span of match number `index` (comments included) of a chunk starting at `pos`."""
+    for i, m in enumerate(_SCAN.finditer(source.text, pos)):
+        if i == index:
+            return source.span(m.start(), m.end())
+    raise AssertionError("token index past the chunk")  # pragma: no cover
+
+
+def _chain_too_deep(source: SourceFile, pos: int, index: int, op: str, limit: int) -> Diagnostic:
+    return make("nesting-too-deep", _locate(source, pos, index), f"`{op}` chain deeper than {limit} levels",
+                help="split the expression; operator chains count as nesting")
+
+
+def _too_many_tokens(source: SourceFile, pos: int, before: int, limit: int) -> Diagnostic:
+    """IL009 at the first token past `limit`; `before` tokens precede the chunk at `pos`."""
+    text = source.text
+    for m in _SCAN.finditer(text, pos):
+        if m.group(1) is not None:
+            before += 1
+            if before > limit:
+                total = before + sum(len(toks) - toks.count("") for _, toks in _chunks(text, m.end()))
+                return make("too-many-items", source.span(m.start(), m.end()),
+                            f"the file has {total:,} tokens; the limit is {limit:,}",
+                            help="split the rules into several files (`use NAME` pulls one into another)")
+    raise AssertionError("fewer tokens than counted")  # pragma: no cover
+
+
+def _check_lengths(source: SourceFile, limits: Limits) -> Diagnostic | None:
+    """Over-long strings and names.  Neither spans a line, so only long lines are scanned."""
+    max_name, max_string = limits.max_name_length, limits.max_string_length
+    text = source.text
+    for start, end in source.lines_longer_than(min(max_name, max_string + 2)):
+        for m in _SCAN.finditer(text, start, end):
+            tok = m.group(1)
+            if tok is None:
+                continue
+            if tok[0] == '"':
+                length = len(tok) - (2 if len(tok) > 1 and tok[-1] == '"' else 1)
+                if length > max_string:
+                    return make("too-many-items", source.span(m.start() + 1 + max_string, m.end()),
+                                f"string is {length:,} characters long; the limit is {max_string:,}",
+                                help="shorten the text")
+            elif (tok[0].isalpha() or tok[0] == "_") and len(tok) > max_name:
+                return make("too-many-items", source.span(m.start() + max_name, m.end()),
+                            f"name is {len(tok):,} characters long; the limit is {max_name:,}",
+                            help="use a shorter name")
     return None
 
 
-def parse_tree(source: SourceFile, limits: Limits = DEFAULT_LIMITS) -> tuple[Tree[Token] | None, list[Diagnostic]]:
-    """Parse one file.  Returns the tree, or None and exactly one diagnostic."""
-    deep = _check_nesting(source, limits)
-    if deep is not None:
-        return None, [deep]
-    try:
-        return get_parser().parse(source.text), []
-    except UnexpectedInput as exc:
-        return None, [_syntax_diagnostic(source, exc)]
+def parse_module(source: SourceFile, limits: Limits = DEFAULT_LIMITS) -> tuple[ir.Module | None, list[Diagnostic]]:
+    """Parse and lower one file.  Returns the module and its lowering diagnostics, or None
+    and the diagnostics that refused it (exactly one for a syntax error or a limit)."""
+    from .lower import Refused
+
+    refused = _prescan(source, limits)
+    if refused is not None:
+        return None, [refused]
+    parser, lowering = _parser()
+    with _PARSE_LOCK:
+        lowering.begin(source, limits)
+        try:
+            module: Any = parser.parse(source.text)  # the `start` callback's ir.Module
+        except UnexpectedInput as exc:
+            lowering.end()
+            return None, [_syntax_diagnostic(source, exc)]
+        except Refused:
+            return None, lowering.end()
+        except BaseException:
+            lowering.end()
+            raise
+        return module, lowering.end()
+
+
+def _file_start(name: str) -> Span:
+    return construct(Span, {"file": name, "line": 1, "col": 1, "end_line": 1, "end_col": 1})
 
 
 def read_limited(path: Path, limits: Limits = DEFAULT_LIMITS, *,
@@ -222,10 +550,8 @@ def read_limited(path: Path, limits: Limits = DEFAULT_LIMITS, *,
 
     `name` is what the source and its diagnostics are called (default: the path as given).
     """
-    from .source import Span
-
     name = str(path) if name is None else name
-    where = Span.model_construct(file=name, line=1, col=1, end_line=1, end_col=1)
+    where = _file_start(name)
     try:
         size = path.stat().st_size
         if size > limits.max_bytes:
@@ -238,9 +564,8 @@ def read_limited(path: Path, limits: Limits = DEFAULT_LIMITS, *,
 
 
 def decode(name: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[SourceFile | None, list[Diagnostic]]:
-    from .source import Span
-
-    where = Span.model_construct(file=name, line=1, col=1, end_line=1, end_col=1)
+    """Bytes as a `SourceFile` (a leading byte-order mark dropped), or why they cannot be one."""
+    where = _file_start(name)
     if len(data) > limits.max_bytes:
         return None, [make("file-too-large", where, f"input exceeds the limit of {limits.max_bytes} bytes")]
     if b"\x00" in data:
@@ -250,8 +575,7 @@ def decode(name: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[Sou
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         src = SourceFile(name, data[: exc.start].decode("utf-8", "replace"))
-        line, col = src.line_col(len(src.text))
-        at = Span.model_construct(file=name, line=line, col=col, end_line=line, end_col=col + 1)
+        at = src.span(len(src.text), len(src.text) + 1)
         return None, [make("not-text", at, f"file is not valid UTF-8 (byte 0x{data[exc.start]:02x})",
                            labels=(label(at, "first invalid byte"),))]
     if text.startswith("\ufeff"):

@@ -13,7 +13,6 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
-from urllib.parse import quote
 
 from .diagnostics import CODES, Diagnostic, Severity
 from .source import SourceFile, Span
@@ -294,6 +293,8 @@ _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.N
 
 def _uri(path: str) -> str:
     """A file name as a URI reference: forward slashes, percent-encoded, absolute paths as file URIs."""
+    from urllib.parse import quote  # SARIF only: `interlock check` should not pay for the import
+
     path = path.replace("\\", "/")
     if path.startswith("/"):
         return "file://" + quote(path, safe="/!$&'()*+,;=:@-._~")

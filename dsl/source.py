@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+import operator
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from .construct import construct
 
 __all__ = ["Span", "SourceFile", "NO_SPAN"]
 
@@ -25,31 +28,62 @@ class Span(BaseModel):
         """The smallest span covering both (same file assumed)."""
         start = min((self.line, self.col), (other.line, other.col))
         end = max((self.end_line, self.end_col), (other.end_line, other.end_col))
-        return Span.model_construct(file=self.file, line=start[0], col=start[1], end_line=end[0], end_col=end[1])
+        return construct(Span, {"file": self.file, "line": start[0], "col": start[1], "end_line": end[0],
+                                "end_col": end[1]})
 
     def short(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return construct, (Span, self.__dict__)  # as `ir.Node.__reduce__`
 
-NO_SPAN = Span.model_construct(file="<builtin>", line=1, col=1, end_line=1, end_col=1)
+
+NO_SPAN = construct(Span, {"file": "<builtin>", "line": 1, "col": 1, "end_line": 1, "end_col": 1})
 
 
-@dataclass(frozen=True)
 class SourceFile:
-    """One file's text and its line index; `name` is what diagnostics print."""
+    """One file's text and its line index; `name` is what diagnostics print.
 
+    Immutable, compared by name and text.  (A plain class: a frozen dataclass costs most of a
+    millisecond to define, on every `interlock check`.)
+    """
+
+    __slots__ = ("_starts", "name", "text")
     name: str
     text: str
-    _starts: list[int] = field(default_factory=list, repr=False, compare=False)
+    _starts: list[int]
 
-    def __post_init__(self) -> None:
+    def __init__(self, name: str, text: str) -> None:
         starts = [0]
-        find = self.text.find
+        find = text.find
         i = find("\n")
         while i >= 0:
             starts.append(i + 1)
             i = find("\n", i + 1)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "text", text)
         object.__setattr__(self, "_starts", starts)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"SourceFile is immutable (cannot set {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"SourceFile is immutable (cannot delete {name!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, SourceFile)
+        return self.name == other.name and self.text == other.text
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.text))
+
+    def __repr__(self) -> str:
+        return f"SourceFile(name={self.name!r}, text={self.text!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return SourceFile, (self.name, self.text)
 
     def line_col(self, offset: int) -> tuple[int, int]:
         """1-based (line, col) of a character offset."""
@@ -59,7 +93,7 @@ class SourceFile:
     def span(self, start: int, end: int) -> Span:
         line, col = self.line_col(start)
         end_line, end_col = self.line_col(max(end, start))
-        return Span.model_construct(file=self.name, line=line, col=col, end_line=end_line, end_col=end_col)
+        return construct(Span, {"file": self.name, "line": line, "col": col, "end_line": end_line, "end_col": end_col})
 
     def line_text(self, line: int) -> str:
         """The text of a 1-based line without its newline ('' past the end)."""
@@ -68,6 +102,14 @@ class SourceFile:
         start = self._starts[line - 1]
         end = self._starts[line] - 1 if line < len(self._starts) else len(self.text)
         return self.text[start:end].rstrip("\r")
+
+    def lines_longer_than(self, length: int) -> list[tuple[int, int]]:
+        """(start, end) offsets of every line with more than `length` characters."""
+        starts = self._starts
+        ends = [*starts[1:], len(self.text) + 1]
+        if max(map(operator.sub, ends, starts)) <= length + 1:  # the common case, at C speed
+            return []
+        return [(a, b - 1) for a, b in zip(starts, ends) if b - a - 1 > length]
 
     @property
     def line_count(self) -> int:

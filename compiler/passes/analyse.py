@@ -15,7 +15,7 @@ from interlock.dsl.diagnostics import label, make
 from ..context import Context
 from .validate import step_position
 
-__all__ = ["analyse", "transition_target", "ordered_steps"]
+__all__ = ["analyse", "transition_target", "ordered_steps", "StepOrder"]
 
 _MOVES = ("move_to_next", "move_to_previous", "move_to_step")
 
@@ -25,12 +25,24 @@ def ordered_steps(wf: ir.WorkflowDecl) -> list[ir.StepDecl]:
     return [s for _, _, s in sorted((step_position(s, i), i, s) for i, s in enumerate(wf.steps))]
 
 
-def transition_target(wf: ir.WorkflowDecl, step: ir.StepDecl, action: ir.ActionCall) -> str | None:
+class StepOrder:
+    """A workflow's step ids by position, computed once (the same for every action of the workflow)."""
+
+    __slots__ = ("ids", "index", "steps")
+
+    def __init__(self, wf: ir.WorkflowDecl) -> None:
+        self.steps = ordered_steps(wf)
+        self.ids = [s.name.name for s in self.steps]
+        self.index: dict[str, int] = {}
+        for i, sid in enumerate(self.ids):
+            self.index.setdefault(sid, i)  # a duplicated id (an error) moves by its first step
+
+
+def transition_target(order: StepOrder, step: ir.StepDecl, action: ir.ActionCall) -> str | None:
     """The step a transition action moves to (None: no such step)."""
     name = action.name.name
-    steps = ordered_steps(wf)
-    ids = [s.name.name for s in steps]
-    here = ids.index(step.name.name) if step.name.name in ids else -1
+    ids = order.ids
+    here = order.index.get(step.name.name, -1)
     if name == "move_to_next":
         return ids[here + 1] if 0 <= here < len(ids) - 1 else None
     if name == "move_to_previous":
@@ -51,7 +63,7 @@ def analyse(ctx: Context) -> list[Diagnostic]:
     for wf in ctx.workflows():
         if not wf.steps:
             continue
-        steps = ordered_steps(wf)
+        order = StepOrder(wf)
         edges: dict[str, set[str]] = {s.name.name: set() for s in wf.steps}
         for step in wf.steps:
             for handler in step.handlers:
@@ -73,7 +85,7 @@ def analyse(ctx: Context) -> list[Diagnostic]:
                                         labels=(label(unguarded.span, "unguarded transition"),),
                                         help="guard the earlier transition with `when quorum(…)` or "
                                              "`requires_approval`, or remove this one"))
-                    target = transition_target(wf, step, action)
+                    target = transition_target(order, step, action)
                     if action.name.name in ("move_to_next", "move_to_previous") and target is None:
                         which = "last" if action.name.name == "move_to_next" else "first"
                         out.append(make("move-past-end", action.name.span,
@@ -88,7 +100,7 @@ def analyse(ctx: Context) -> list[Diagnostic]:
             for s in step.settings:
                 if s.name == "pull_from" and isinstance(s.value, ir.Ident) and s.value.name in edges:
                     edges[s.value.name].add(step.name.name)
-        start = next((s for s in steps if any(f.name == "start" for f in s.flags)), None)
+        start = next((s for s in order.steps if any(f.name == "start" for f in s.flags)), None)
         if start is None:
             continue
         reached = {start.name.name}

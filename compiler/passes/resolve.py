@@ -27,6 +27,8 @@ def resolve(ctx: Context) -> list[Diagnostic]:
             out.append(make("unknown-trigger", ident.span, f"unknown trigger `{ident.name}`",
                             help=suggest(ident.name, sym.triggers)))
 
+    known: list[str] = []  # type names, built at the first unknown type
+
     def typ(t: ir.TypeRef) -> None:
         bad = unknown_type(t, sym)
         if bad is not None:
@@ -35,8 +37,10 @@ def resolve(ctx: Context) -> list[Diagnostic]:
             elif bad.arg is not None:
                 out.append(make("unknown-type", bad.span, f"`{bad.name}` takes no type argument"))
             else:
-                known = [*sorted(("str", "int", "bool", "map", "any", "step", "role", "target", "task_ref",
-                                  "threshold")), *sym.records]
+                if not known:
+                    known.extend(sorted(("str", "int", "bool", "map", "any", "step", "role", "target", "task_ref",
+                                         "threshold")))
+                    known.extend(sym.records)
                 out.append(make("unknown-type", bad.span, f"unknown type `{bad.name}`",
                                 help=_TYPE_ALIASES.get(bad.name) or suggest(bad.name, known)))
 

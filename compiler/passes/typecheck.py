@@ -30,15 +30,16 @@ def typecheck(ctx: Context) -> list[Diagnostic]:
                         out.append(make("invalid-default", m.node.span,
                                         f"default of `{p.name.name}` does not fit `{p.type.render()}`: {m.message}",
                                         help=m.help))
+    scopes: dict[int, Scope] = {}  # by workflow
     for wf, _step, handler in ctx.handlers():
-        scope = Scope(sym, frozenset(s.name.name for s in wf.steps))
+        scope = scopes.get(id(wf)) or scopes.setdefault(id(wf), Scope(sym, frozenset(s.name.name for s in wf.steps)))
         for action in handler.actions:
             kind = sym.kinds.get(action.name.name)
             if kind is None:
                 continue
-            bound, problems = bind_args(action, kind)
+            bound, problems = bind_args(action, kind, sym.signatures)
             out.extend(problems)
-            params = {p.name.name: p for p in kind.params}
+            params = sym.signatures[id(kind)].params  # cached by `bind_args`
             for pname, arg in bound.items():
                 param = params[pname]
                 if unknown_type(param.type, sym) is not None:

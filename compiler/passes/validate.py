@@ -12,7 +12,7 @@ from interlock.dsl import Diagnostic, Span, ir
 from interlock.dsl.diagnostics import label, make
 
 from ..context import Context
-from ..symbols import Symbols
+from ..symbols import Symbols, listing
 
 __all__ = ["validate"]
 
@@ -119,8 +119,8 @@ def _handlers(wf: ir.WorkflowDecl, step: ir.StepDecl, sym: Symbols, out: list[Di
                                 f"transition `{kind.name.name}` cannot run on the entry trigger `{trig}`",
                                 help="an arrival cannot move the task again; move it from `on_turn_complete` "
                                      "or another trigger"))
-            elif trig not in sym.kind_triggers(kind):
-                allowed = ", ".join(f"`{t}`" for t in sym.kind_triggers(kind)) or "no trigger"
+            elif not sym.kind_allows(kind, trig):
+                allowed = listing(sym.kind_triggers(kind)) or "no trigger"
                 out.append(make("kind-not-allowed-on-trigger", action.name.span,
                                 f"`{kind.name.name}` may not be declared on `{trig}`",
                                 labels=(label(kind.name.span, "kind declared here"),),
@@ -141,22 +141,27 @@ def _pull_cycles(wf: ir.WorkflowDecl, out: list[Diagnostic]) -> None:
         for s in step.settings:
             if s.name == "pull_from" and isinstance(s.value, ir.Ident) and s.value.name != step.name.name:
                 pulls.setdefault(step.name.name, s.value)
-    reported: set[str] = set()
+    # Each step is walked once: a walk stops at a step an earlier walk already followed,
+    # since every cycle past that point has been found (and reported) by that walk.
+    done: set[str] = set()
     for start in pulls:
+        if start in done:
+            continue
         path = [start]
+        index = {start: 0}
         current = start
         while current in pulls:
             current = pulls[current].name
-            if current in path:
-                cycle = path[path.index(current):]
-                key = min(cycle)
-                if key not in reported:
-                    reported.add(key)
-                    last = cycle[-1]
-                    out.append(make("pull-from-cycle", pulls[last].span,
-                                    "`pull_from` forms a cycle: " + " -> ".join([*cycle, current])))
+            if current in index:
+                cycle = path[index[current]:]
+                out.append(make("pull-from-cycle", pulls[cycle[-1]].span,
+                                "`pull_from` forms a cycle: " + " -> ".join([*cycle, current])))
                 break
+            if current in done:
+                break
+            index[current] = len(path)
             path.append(current)
+        done.update(path)
 
 
 def _entry_policy(ctx: Context, out: list[Diagnostic]) -> None:
@@ -192,7 +197,7 @@ def _entry_policy(ctx: Context, out: list[Diagnostic]) -> None:
                     out.append(make("transition-on-entry", k.span,
                                     f"`{k.name}` is a transition; transitions never run on entry"))
                 continue
-            if entry not in sym.kind_triggers(listed_kind):
+            if not sym.kind_allows(listed_kind, entry):
                 if user:
                     out.append(make("entry-list-not-a-kind", k.span,
                                     f"`{k.name}` may not be declared on `{entry}`, so it has no place in an entry list"))
@@ -208,7 +213,7 @@ def _entry_policy(ctx: Context, out: list[Diagnostic]) -> None:
     for kind in sym.kinds.values():
         if kind.action_class == "transition" or not ctx.is_user(kind):
             continue
-        if entry in sym.kind_triggers(kind) and kind.name.name not in listed:
+        if sym.kind_allows(kind, entry) and kind.name.name not in listed:
             out.append(make("entry-kind-unplaced", kind.name.span,
                             f"`{kind.name.name}` may be declared on `{entry}` but is in neither entry list",
                             help=f"add `entry {{ dispatch {kind.name.name} }}` (the runtime runs it once per "
@@ -286,7 +291,7 @@ def _dispatch_blocks(ctx: Context, out: list[Diagnostic]) -> None:
         if not payloads and params:
             out.append(make("payload-mismatch", block.name.span,
                             f"dispatch `{block.name.name}` has no payload, but `{trigger.name.name}` takes "
-                            + ", ".join(f"`{p}`" for p in params)))
+                            + listing(params)))
         for extra_payload in payloads[1:]:
             out.append(make("payload-mismatch", extra_payload.span, "a dispatch block has one `payload`"))
         if payloads:
@@ -303,5 +308,5 @@ def _dispatch_blocks(ctx: Context, out: list[Diagnostic]) -> None:
             missing = [p for p in params if p not in assigned]
             if missing:
                 out.append(make("payload-mismatch", payload.span,
-                                "payload misses " + ", ".join(f"`{m}`" for m in missing) +
+                                "payload misses " + listing(missing) +
                                 f" of `{trigger.name.name}`"))
