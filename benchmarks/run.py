@@ -759,6 +759,30 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+
+def _register_runtime_figures() -> None:
+    """The runtime's figures live in `runtime_figures.py`; registering them here keeps one command
+    (`python benchmarks/run.py`) for every figure, compiler and runtime alike."""
+    import dataclasses
+
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import runtime_figures
+
+    for spec in runtime_figures.FIGURES.values():
+        targets = tuple(Target(op, value, issue=4, on=on, unit=unit)  # type: ignore[arg-type]
+                        for op, value, on, unit in spec.targets)
+
+        def run_spec(opts: Options, spec: Any = spec) -> Measurement:
+            return Measurement(**dataclasses.asdict(spec.run(opts.repeat)))
+
+        FIGURES.append(Figure(spec.name, spec.description, spec.ratio_meaning, targets, run_spec))
+
+
+_register_runtime_figures()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the selected figures; the exit status follows the module docstring."""
     args = _arguments(argv)
