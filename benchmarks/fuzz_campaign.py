@@ -3,8 +3,9 @@
     python benchmarks/fuzz_campaign.py [--inputs 100000] [--seed N] [--timeout-per-input 5]
                                        [--jobs 2] [--out fuzz-findings] [--progress 5000]
 
-Inputs come in fixed-size chunks, each a deterministic function of (seed, chunk number),
-so a run is reproducible and any input can be regenerated from its index:
+Inputs come in fixed-size chunks, each a deterministic function of (seed, chunk number)
+and the code under test (hypothesis mixes the project's own constants into its draws), so
+a run is reproducible and any input can be regenerated from its index:
 
 - grammar-aware text from the hypothesis strategies in `tests/property/wf_strategies.py`
   (`programs()`: any syntactically valid file; `valid_programs()`: files that pass every
@@ -67,7 +68,28 @@ def _strategies() -> Any:
         sys.path.insert(0, str(PROPERTY_TESTS))
     import wf_strategies
 
+    _load_interlock()
     return wf_strategies
+
+
+def _load_interlock() -> None:
+    """Import every module a compile may import, before anything is generated.
+
+    Hypothesis mixes string and number constants of the project's loaded modules into what
+    it draws, so a module imported lazily half-way (the plan lowering on the first clean
+    input) would change every later input; loading them all first keeps a chunk a function
+    of the seed and the code alone, whatever ran before it in the process.
+    """
+    import importlib
+    import pkgutil
+
+    import interlock.compiler
+    import interlock.dsl
+
+    for package in (interlock.dsl, interlock.compiler):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            importlib.import_module(info.name)
+    importlib.import_module("interlock.runtime.plan")
 
 
 # ---- inputs ----------------------------------------------------------------------------------------
