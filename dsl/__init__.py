@@ -5,12 +5,24 @@ Public entry points: `parse_source` (text → IR) and `parse_file` (path → IR)
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
-from . import ir
-from .diagnostics import CODES, Diagnostic, InternalCompilerError, Label, Severity
-from .parser import DEFAULT_LIMITS, Limits, decode, read_limited
-from .source import SourceFile, Span
+# Importing pydantic's model machinery and defining the IR's models allocates tens of
+# thousands of long-lived objects, and the cyclic collector would scan them over and over
+# while they are made (measured: about a tenth of an `interlock check` process).  It is
+# paused for these imports only, and left as the importer had it.
+_collecting = gc.isenabled()
+gc.disable()
+try:
+    from . import ir
+    from .diagnostics import CODES, Diagnostic, InternalCompilerError, Label, Severity
+    from .parser import DEFAULT_LIMITS, Limits, decode, read_limited
+    from .source import SourceFile, Span
+finally:
+    if _collecting:
+        gc.enable()
+    del _collecting
 
 __all__ = [
     "CODES", "Diagnostic", "InternalCompilerError", "Label", "Limits", "Severity", "SourceFile", "Span",

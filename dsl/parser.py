@@ -11,6 +11,7 @@ instead of a hang or a traceback.
 
 from __future__ import annotations
 
+import copyreg
 import os
 import pickle
 import re
@@ -156,7 +157,7 @@ def _parser() -> tuple[Lark, Lowering]:
     return parser, lowering
 
 
-_PARSER_CACHE_VERSION = 3
+_PARSER_CACHE_VERSION = 4
 _PRECOMPILED = sys.implementation.name == "cpython"
 
 
@@ -204,6 +205,10 @@ class _ParserPickler(pickle.Pickler):
         name = self._names.get(id(obj))
         if name is not None:
             return name  # a module-level name of the object's module
+        if type(obj) is Lark:
+            # `grammar` (the grammar's own parse trees, a fifth of the objects) is only read
+            # while Lark builds the tables, and by its Reconstructor, which we never use
+            return copyreg.__newobj__, (Lark,), {**vars(obj), "grammar": None}  # type: ignore[attr-defined]
         if isinstance(obj, ModuleType):  # Lark keeps the `re` module in its lexer configuration
             return import_module, (obj.__name__,)
         if _PRECOMPILED and type(obj) is re.Pattern:
