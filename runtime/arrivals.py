@@ -78,8 +78,9 @@ class Arrivals(EntryDispatch):
         if ledger is None:
             return ArrivalResult("same_step", task_id, from_step, from_step)
         self.counters.add("arrivals")
-        self.emit("arrival", "info", task=task_id, **{"from": ledger.from_step_id}, to=ledger.to_step_id,
-                  ledger_id=ledger.id, route=ledger.route, workflow=ledger.to_workflow_id, session=session_id)
+        if self.sinks:
+            self.emit("arrival", "info", task=task_id, **{"from": ledger.from_step_id}, to=ledger.to_step_id,
+                      ledger_id=ledger.id, route=ledger.route, workflow=ledger.to_workflow_id, session=session_id)
         live = session_id is not None or (self.session_live is not None and self.session_live(task_id))
         entry = self._enter(ledger, session_live=live) if dispatch else None
         return ArrivalResult("moved", task_id, ledger.from_step_id, ledger.to_step_id, ledger.id, entry)

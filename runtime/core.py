@@ -159,11 +159,11 @@ class _Core:
     def _context(self, action: PlanAction, task: TaskState, workflow_id: str, step_id: str, trigger: str, *,
                  entry_id: int | None = None, operation_id: str | None = None, session_id: str | None = None,
                  payload: Mapping[str, Any] | None = None, key: str | None = None) -> ActionContext:
-        return ActionContext(kind=action.kind, task=task, workflow_id=workflow_id, step_id=step_id, trigger=trigger,
-                             position=action.position, idempotency_key=key, entry_id=entry_id,
-                             operation_id=operation_id, session_id=session_id, payload=payload or {},
-                             runtime=cast("Runtime", self), directory=self.directory,
-                             workflow_steps=self._step_ids.get(workflow_id, (step_id,)))
+        # positional: ActionContext's field order (kind, task, workflow_id, step_id, trigger, position,
+        # idempotency_key, entry_id, operation_id, session_id, payload, store, runtime, directory, workflow_steps)
+        return ActionContext(action.kind, task, workflow_id, step_id, trigger, action.position, key, entry_id,
+                             operation_id, session_id, payload or {}, None, cast("Runtime", self), self.directory,
+                             self._step_ids.get(workflow_id, (step_id,)))
 
     def _record_failure(self, failure: _Failure, task_id: str, session_id: str | None, kind: str) -> None:
         self.counters.add("executor_failures")

@@ -51,8 +51,11 @@ class EntryDispatch(_Core):
         if row.to_step_id is None or row.to_workflow_id is None:
             return EntryResult(row.id, "detach")
         step_plan = self._steps.get((row.to_workflow_id, row.to_step_id))
-        if step_plan is not None and self._all_transactional(step_plan):
-            return self._enter_atomically(row, step_plan, session_live=session_live)
+        if step_plan is not None:
+            if not step_plan.entry_dispatch:
+                return self._enter_empty(row, step_plan, session_live)
+            if self._all_transactional(step_plan):
+                return self._enter_atomically(row, step_plan, session_live=session_live)
         try:
             if self.store.entry_record(row.id) is not None:
                 self.counters.add("redeliveries_discarded")
@@ -112,6 +115,25 @@ class EntryDispatch(_Core):
                   session=row.session_id)
         return EntryResult(row.id, "redelivery")
 
+    def _enter_empty(self, row: LedgerRow, step: PlanStep, session_live: bool) -> EntryResult:
+        """An entry with nothing to dispatch: the entry record alone, one statement."""
+        assert row.to_workflow_id is not None
+        try:
+            if not self.store.record_entry(EntryRecord(row.id, row.task_id, row.to_workflow_id, step.id, ())):
+                return self._redelivered(row)
+        except StoreError as exc:
+            self.emit("error", "error", "entry dispatch interrupted: the store failed; `recover` will finish it",
+                      task=row.task_id, session=row.session_id, entry_id=row.id, message=str(exc))
+            return EntryResult(row.id, "incomplete")
+        self.counters.add("entries_dispatched")
+        if self.sinks:
+            if session_live and step.entry_inline:
+                self.emit("inline", "debug", task=row.task_id, step=step.id, kinds=list(step.entry_inline),
+                          entry_id=row.id, session=row.session_id)
+            self.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=[], failed=[],
+                      workflow=row.to_workflow_id, session=row.session_id)
+        return EntryResult(row.id, "dispatched")
+
     def _enter_atomically(self, row: LedgerRow, step: PlanStep, *, session_live: bool) -> EntryResult:
         """Dispatch an entry whose actions are all store-backed in ONE transaction: each action in a
         savepoint (record-and-continue), the entry record last.  One commit per entry; records are
@@ -120,21 +142,6 @@ class EntryDispatch(_Core):
         pending: list[tuple[str, Level, str | None, dict[str, Any]]] = []
         attempted: list[str] = []
         failed: list[tuple[str, str]] = []
-        if not step.entry_dispatch:  # nothing to dispatch: the entry record alone, one statement
-            try:
-                if not self.store.record_entry(EntryRecord(row.id, row.task_id, row.to_workflow_id, step.id, ())):
-                    return self._redelivered(row)
-            except StoreError as exc:
-                self.emit("error", "error", "entry dispatch interrupted: the store failed; `recover` will finish it",
-                          task=row.task_id, session=row.session_id, entry_id=row.id, message=str(exc))
-                return EntryResult(row.id, "incomplete")
-            if session_live and step.entry_inline:
-                self.emit("inline", "debug", task=row.task_id, step=step.id, kinds=list(step.entry_inline),
-                          entry_id=row.id, session=row.session_id)
-            self.counters.add("entries_dispatched")
-            self.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=[], failed=[],
-                      workflow=row.to_workflow_id, session=row.session_id)
-            return EntryResult(row.id, "dispatched")
         try:
             with self.store.unit() as tx:
                 if tx.entry_record(row.id) is not None:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .frozen import fast_init
 from .store import Store, TaskState
 
 if TYPE_CHECKING:
@@ -24,6 +26,7 @@ __all__ = ["ActionContext", "Executor", "ExecutorRegistry", "Directory", "Static
 Effect = dict[str, Any]
 
 
+@fast_init
 @dataclass(frozen=True)
 class ActionContext:
     kind: str
@@ -75,8 +78,8 @@ class StaticDirectory:
         return out
 
 
-@dataclass
-class _Entry:
+@dataclass(frozen=True)
+class RegisteredExecutor:
     fn: Executor
     transactional: bool
 
@@ -86,10 +89,12 @@ class ExecutorRegistry:
     that also writes the action's durable marker (their effects are exactly-once)."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, RegisteredExecutor] = {}
+        self.entries: Mapping[str, RegisteredExecutor] = MappingProxyType(self._entries)
+        """Kind -> registered executor: a read-only live view (the runtime's hot path reads it directly)."""
 
     def register(self, kind: str, fn: Executor, *, transactional: bool = False) -> None:
-        self._entries[kind] = _Entry(fn, transactional)
+        self._entries[kind] = RegisteredExecutor(fn, transactional)
 
     def unregister(self, kind: str) -> None:
         self._entries.pop(kind, None)
@@ -111,4 +116,5 @@ class ExecutorRegistry:
     def copy(self) -> ExecutorRegistry:
         new = ExecutorRegistry()
         new._entries = dict(self._entries)
+        new.entries = MappingProxyType(new._entries)
         return new

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .frozen import fast_init
+
 __all__ = ["Record", "RecordSink", "ListSink", "LoguruSink", "Counters", "Level", "MESSAGES"]
 
 Level = Literal["silent", "debug", "info", "warning", "error"]
@@ -33,6 +35,7 @@ MESSAGES: dict[str, str] = {
 }
 
 
+@fast_init
 @dataclass(frozen=True)
 class Record:
     kind: str
@@ -81,26 +84,71 @@ class LoguruSink:
 
 
 class Counters:
-    """Monotonic counters, readable at any time through `snapshot()`."""
+    """Monotonic counters, readable at any time through `snapshot()`.
+
+    Each thread counts into a shard of its own (no lock on the hot path); `snapshot()` sums
+    the shards.  A dead thread's shard is folded into `retired` when the next thread
+    registers, so executor threads that call back into the runtime do not pile up shards."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.values: Counter[str] = Counter()
-        self.guard_skips: Counter[str] = Counter()
+        self._local = threading.local()
+        self._shards: list[tuple[threading.Thread, Counter[str], Counter[str]]] = []
+        self._retired: Counter[str] = Counter()
+        self._retired_skips: Counter[str] = Counter()
+
+    def _register(self) -> tuple[Counter[str], Counter[str]]:
+        values: Counter[str] = Counter()
+        skips: Counter[str] = Counter()
+        with self._lock:
+            live = []
+            for thread, v, s in self._shards:
+                if thread.is_alive():
+                    live.append((thread, v, s))
+                else:  # its owner is gone: nothing writes to it any more
+                    self._retired.update(v)
+                    self._retired_skips.update(s)
+            live.append((threading.current_thread(), values, skips))
+            self._shards = live
+        self._local.shard = (values, skips)
+        return values, skips
 
     def add(self, name: str, n: int = 1) -> None:
-        with self._lock:
-            self.values[name] += n
+        try:
+            values = self._local.shard[0]
+        except AttributeError:
+            values = self._register()[0]
+        values[name] += n
 
     def skip(self, guard: str) -> None:
+        try:
+            skips = self._local.shard[1]
+        except AttributeError:
+            skips = self._register()[1]
+        skips[guard] += 1
+
+    @property
+    def values(self) -> Counter[str]:
+        """Every counter, summed over the threads."""
+        return self._sum(1)
+
+    @property
+    def guard_skips(self) -> Counter[str]:
+        """Quorum guard skips by reason, summed over the threads."""
+        return self._sum(2)
+
+    def _sum(self, which: int) -> Counter[str]:
         with self._lock:
-            self.guard_skips[guard] += 1
+            total = Counter(self._retired if which == 1 else self._retired_skips)
+            for shard in self._shards:
+                total.update(dict(shard[which]))  # dict() copies in one step under the GIL
+        return total
 
     def snapshot(self) -> dict[str, Any]:
-        with self._lock:
-            names = ("arrivals", "entries_dispatched", "redeliveries_discarded", "effects", "executor_failures",
-                     "missing_executors", "dispatches", "idempotent", "transitions")
-            snap: dict[str, Any] = {n: self.values.get(n, 0) for n in names}
-            snap.update({k: v for k, v in self.values.items() if k not in snap})
-            snap["guard_skips"] = dict(sorted(self.guard_skips.items()))
-            return snap
+        values, skips = self.values, self.guard_skips
+        names = ("arrivals", "entries_dispatched", "redeliveries_discarded", "effects", "executor_failures",
+                 "missing_executors", "dispatches", "idempotent", "transitions")
+        snap: dict[str, Any] = {n: values.get(n, 0) for n in names}
+        snap.update({k: v for k, v in values.items() if k not in snap})
+        snap["guard_skips"] = dict(sorted(skips.items()))
+        return snap

@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .frozen import fast_init
+
 __all__ = ["EntryResult", "ArrivalResult", "FireResult", "DispatchResult", "DecisionResult", "RecoverResult"]
 
 
+@fast_init
 @dataclass(frozen=True)
 class EntryResult:
     """`dispatched`, `redelivery` (discarded: the entry has its record), `detach` (no destination),
@@ -19,6 +22,7 @@ class EntryResult:
     failed: tuple[tuple[str, str], ...] = ()
 
 
+@fast_init
 @dataclass(frozen=True)
 class ArrivalResult:
     """`moved` (a ledger row was written), `same_step` (not an arrival), `refused`, `cas_lost`."""
@@ -32,6 +36,7 @@ class ArrivalResult:
     reason: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class FireResult:
     result: Literal["dispatched", "idempotent", "error"]
@@ -44,6 +49,7 @@ class FireResult:
     error: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class DispatchResult:
     result: Literal["dispatched", "skipped", "idempotent", "error"]
@@ -55,6 +61,7 @@ class DispatchResult:
     error: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class DecisionResult:
     decision_id: int
@@ -66,6 +73,7 @@ class DecisionResult:
     arrival: ArrivalResult | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class RecoverResult:
     dispatched: int

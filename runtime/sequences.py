@@ -99,8 +99,7 @@ class SequenceDispatch(DecisionDispatch):
                 operation_id = "".join(p if isinstance(p, str) else str(lookup(scope, p) or "") for p in op.parts)
                 break
         payload = {name: evaluate(expr, scope) for name, expr in seq.payload.items()}
-        fire = self._fire(seq.trigger, task_id, session_id=session_id, payload=payload, operation_id=operation_id,
-                          outcome_label=label)
+        fire = self._fire(seq.trigger, task_id, session_id, payload, operation_id, label)
         result = {"dispatched": "dispatched", "idempotent": "idempotent", "error": "error"}[fire.result]
         return DispatchResult(result, seq.name, operation_id=operation_id, payload=payload, fire=fire,  # type: ignore[arg-type]
                               error=fire.error)

@@ -14,6 +14,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from .frozen import fast_init
+
 __all__ = [
     "TaskState", "LedgerRow", "MoveResult", "EntryRecord", "Marker", "QueuedRun", "Participant", "Decision",
     "Store", "StoreError", "MarkerState", "Route", "ROUTES",
@@ -30,6 +32,7 @@ class StoreError(Exception):
     """The store could not do what was asked (connection lost, schema too old, …)."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class TaskState:
     id: str
@@ -41,6 +44,7 @@ class TaskState:
     archived: bool = False
 
 
+@fast_init
 @dataclass(frozen=True)
 class LedgerRow:
     """One committed change of a task's step.  `id` is the entry identity of the arrival."""
@@ -57,6 +61,7 @@ class LedgerRow:
     session_id: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class MoveResult:
     """`moved` (ledger row written), `same_step` (no row: not an arrival), `cas_lost`, `unknown_task`."""
@@ -66,6 +71,7 @@ class MoveResult:
     task: TaskState | None = None  # the task after the move (or as found)
 
 
+@fast_init
 @dataclass(frozen=True)
 class EntryRecord:
     entry_id: int
@@ -76,6 +82,7 @@ class EntryRecord:
     failed: tuple[tuple[str, str], ...] = ()  # (kind, error)
 
 
+@fast_init
 @dataclass(frozen=True)
 class Marker:
     entry_id: int
@@ -85,6 +92,7 @@ class Marker:
     error: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class QueuedRun:
     key: str
@@ -97,6 +105,7 @@ class QueuedRun:
     operation_id: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class Participant:
     """A seat row: `task_id == ""` is a template row of the step."""
@@ -111,6 +120,7 @@ class Participant:
     workflow_id: str = ""
 
 
+@fast_init
 @dataclass(frozen=True)
 class Decision:
     task_id: str

@@ -15,6 +15,7 @@ from .errors import (
     PayloadError,
     RuntimeFault,
     UnknownStepError,
+    UnknownTaskError,
     UnknownTriggerError,
 )
 from .plan import PlanAction, value_problem
@@ -33,8 +34,7 @@ class TriggerDispatch(Arrivals):
     def fire(self, trigger: str, task_id: str, *, session_id: str | None = None,
              payload: Mapping[str, Any] | None = None, operation_id: str | None = None) -> FireResult:
         """Run a step's handler for a non-entry trigger (RUNTIME.md §2)."""
-        return self._fire(trigger, task_id, session_id=session_id, payload=payload, operation_id=operation_id,
-                          outcome_label={"trigger": trigger})
+        return self._fire(trigger, task_id, session_id, payload, operation_id, None)
 
     def _check_payload(self, trigger: str, payload: Mapping[str, Any] | None) -> dict[str, Any]:
         trig = self._triggers.get(trigger)
@@ -72,27 +72,31 @@ class TriggerDispatch(Arrivals):
     def _type_problem(self, value: Any, type_: str) -> str | None:
         return value_problem(value, type_, self._records)
 
-    def _fire(self, trigger: str, task_id: str, *, session_id: str | None, payload: Mapping[str, Any] | None,
-              operation_id: str | None, outcome_label: Mapping[str, Any],
+    def _fire(self, trigger: str, task_id: str, session_id: str | None, payload: Mapping[str, Any] | None,
+              operation_id: str | None, outcome_label: Mapping[str, Any] | None,
               task: TaskState | None = None) -> FireResult:
+        """`outcome_label` names the outcome record's source (`{"sequence": …}`; None: this trigger)."""
         payload = self._check_payload(trigger, payload)
-        task = task or self.task(task_id)
-        if task.workflow_id is None or task.step_id is None:
+        if task is None:
+            task = self.store.get_task(task_id)
+            if task is None:
+                raise UnknownTaskError(f"no task `{task_id}`")
+        wf_id, step_id = task.workflow_id, task.step_id
+        if wf_id is None or step_id is None:
             raise UnknownStepError(f"task `{task_id}` is at no step")
-        step = self.step(task.workflow_id, task.step_id)
-        wf_id = task.workflow_id
+        step = self._steps.get((wf_id, step_id)) or self.step(wf_id, step_id)
         actions = step.handlers.get(trigger, ())
+        registered = self.executors.entries
         for action in actions:  # the pre-dispatch walk: warns even on an idempotent replay
-            if action.action_class != "transition" and action.kind not in self.executors:
-                self._warn_missing(wf_id, step.id, action.kind, task.id, session_id)
+            if action.action_class != "transition" and action.kind not in registered:
+                self._warn_missing(wf_id, step_id, action.kind, task.id, session_id)
         if operation_id and self.store.operation_applied(operation_id):
             self.counters.add("idempotent")
             self.counters.add("redeliveries_discarded")
             # trace-only (silent): an idempotent replay writes no dispatch record (RUNTIME.md §3)
             self.emit("redelivery_discarded", "silent", task=task.id, operation_id=operation_id, trigger=trigger)
-            self.emit("outcome", "silent", **outcome_label, result="idempotent", guard=None, task=task.id,
-                      operation_id=operation_id)
-            return FireResult("idempotent", trigger, task.id, step.id, operation_id)
+            self._outcome(outcome_label, trigger, "idempotent", task.id, operation_id)
+            return FireResult("idempotent", trigger, task.id, step_id, operation_id)
         target: str | None = None
         chosen = False
         executed: list[str] = []
@@ -101,62 +105,70 @@ class TriggerDispatch(Arrivals):
                 if chosen or action.requires_approval:
                     continue
                 if action.guard is not None:
-                    q = self._quorum(action, task, step.id, wf_id)
+                    q = self._quorum(action, task, step_id, wf_id)
                     if not q.satisfied:
                         self.counters.skip(f"quorum:{q.reason}")
                         continue
                 chosen, target = True, action.target_step
                 continue
-            fn = self.executors.get(action.kind)
-            if fn is None:
+            executor = registered.get(action.kind)
+            if executor is None:
                 continue
             key = f"{operation_id}:{action.position}:{action.kind}" if operation_id else None
-            ctx = self._context(action, task, wf_id, step.id, trigger, operation_id=operation_id,
+            ctx = self._context(action, task, wf_id, step_id, trigger, operation_id=operation_id,
                                 session_id=session_id, payload=payload, key=key)
             try:
-                if self.executors.is_transactional(action.kind):
+                if executor.transactional:
                     with self.store.unit() as tx:
-                        effects = fn(action.args, replace(ctx, store=tx)) or ()
+                        effects = executor.fn(action.args, replace(ctx, store=tx)) or ()
                 else:
-                    effects = self._call(fn, action.args, ctx)
+                    effects = self._call(executor.fn, action.args, ctx)
             except (_Failure, ActionFailed, StoreError, Exception) as exc:
                 failure = exc if isinstance(exc, _Failure) else _Failure(
                     str(exc) if isinstance(exc, (ActionFailed, StoreError)) else f"{type(exc).__name__}: {exc}",
                     panic=not isinstance(exc, (ActionFailed, StoreError)))
                 self._record_failure(failure, task.id, session_id, action.kind)
                 self.emit("dispatch", "error", MESSAGES["dispatch_error"], trigger=trigger, task=task.id,
-                          session=session_id, step=step.id, operation_id=operation_id, actions=executed,
+                          session=session_id, step=step_id, operation_id=operation_id, actions=executed,
                           failed_kind=action.kind, error=failure.message)
-                self.emit("outcome", "silent", **outcome_label, result="error", guard=None, task=task.id,
-                          operation_id=operation_id)
-                return FireResult("error", trigger, task.id, step.id, operation_id, tuple(executed),
+                self._outcome(outcome_label, trigger, "error", task.id, operation_id)
+                return FireResult("error", trigger, task.id, step_id, operation_id, tuple(executed),
                                   error=failure.message)
             executed.append(action.kind)
-            self._emit_effects(effects, action.kind, task.id, step.id, operation_id=operation_id)
+            if effects:
+                self._emit_effects(effects, action.kind, task.id, step_id, operation_id=operation_id)
         self.counters.add("dispatches")
-        level: Level = "info" if actions else "debug"
-        self.emit("dispatch", level, MESSAGES["dispatch_info" if actions else "dispatch_debug"], trigger=trigger,
-                  task=task.id, session=session_id, step=step.id, operation_id=operation_id,
-                  actions=[a.kind for a in actions])
+        if self.sinks:
+            level: Level = "info" if actions else "debug"
+            self.emit("dispatch", level, MESSAGES["dispatch_info" if actions else "dispatch_debug"],
+                      trigger=trigger, task=task.id, session=session_id, step=step_id, operation_id=operation_id,
+                      actions=[a.kind for a in actions])
         arrival = None
-        if target is not None and target != step.id:
+        if target is not None and target != step_id:
             result = self.store.move_task(task.id, wf_id, target, route="engine_transition",
                                           actor_kind="agent" if session_id else "system", actor_id=session_id,
-                                          session_id=session_id, expected_step_id=step.id,
+                                          session_id=session_id, expected_step_id=step_id,
                                           operation_id=operation_id, operation_trigger=trigger)
             if result.status == "moved":
                 self.counters.add("transitions")
-                arrival = self._after_move(result.ledger, task.id, step.id, session_id)
+                arrival = self._after_move(result.ledger, task.id, step_id, session_id)
             else:
                 if operation_id:
                     self.store.mark_operation(operation_id, task_id=task.id, trigger=trigger)
                 arrival = ArrivalResult("cas_lost" if result.status == "cas_lost" else "same_step", task.id,
-                                        step.id, target)
+                                        step_id, target)
         elif operation_id:
             self.store.mark_operation(operation_id, task_id=task.id, trigger=trigger)
-        self.emit("outcome", "silent", **outcome_label, result="dispatched", guard=None, task=task.id,
-                  operation_id=operation_id)
-        return FireResult("dispatched", trigger, task.id, step.id, operation_id, tuple(executed), arrival)
+        if self.sinks:
+            self._outcome(outcome_label, trigger, "dispatched", task.id, operation_id)
+        return FireResult("dispatched", trigger, task.id, step_id, operation_id, tuple(executed), arrival)
+
+    def _outcome(self, label: Mapping[str, Any] | None, trigger: str, result: str, task_id: str,
+                 operation_id: str | None) -> None:
+        """The trace-only `outcome` record of one fire (or of the sequence that fired it)."""
+        if self.sinks:
+            self.emit("outcome", "silent", **(label or {"trigger": trigger}), result=result, guard=None, task=task_id,
+                      operation_id=operation_id)
 
     def _quorum(self, action: PlanAction, task: TaskState, step_id: str, workflow_id: str) -> Any:
         guard = action.guard

@@ -167,8 +167,9 @@ class MemoryStore:
                   expected_step_id: str | None = None, operation_id: str | None = None,
                   operation_trigger: str | None = None) -> MoveResult:
         """Change a task's step and write the ledger row in one step (see the protocol)."""
-        check_route(route)
-        to_wf, to_step = clean_id(to_workflow_id), clean_id(to_step_id)
+        if not route:
+            check_route(route)
+        to_wf, to_step = to_workflow_id or None, to_step_id or None  # clean_id: empty means none
         with self._lock:
             task = self._tasks.get(task_id)
             if task is None:
@@ -176,12 +177,13 @@ class MemoryStore:
             if expected_step_id is not None and task.step_id != expected_step_id:
                 return MoveResult("cas_lost", None, task)
             row = None
-            if (task.workflow_id, task.step_id) != (to_wf, to_step):
-                moved = TaskState(task.id, to_wf, to_step, task.description, task.is_from_office,
+            from_wf, from_step = task.workflow_id, task.step_id
+            if from_wf != to_wf or from_step != to_step:
+                moved = TaskState(task_id, to_wf, to_step, task.description, task.is_from_office,
                                   task.is_ephemeral, task.archived)
                 self._put(self._tasks, task_id, moved)
-                if is_arrival(task.workflow_id, task.step_id, to_wf, to_step):
-                    row = self._write_ledger(task_id, task.workflow_id, task.step_id, to_wf, to_step, route,
+                if is_arrival(from_wf, from_step, to_wf, to_step):
+                    row = self._write_ledger(task_id, from_wf, from_step, to_wf, to_step, route,
                                              actor_kind, actor_id, session_id)
                 task = moved
             if operation_id is not None:
@@ -191,11 +193,20 @@ class MemoryStore:
     def _write_ledger(self, task_id: str, from_wf: str | None, from_step: str | None, to_wf: str | None,
                       to_step: str | None, route: str, actor_kind: str, actor_id: str | None,
                       session_id: str | None) -> LedgerRow:
-        row = LedgerRow(id=next(self._ledger_ids), task_id=task_id, from_workflow_id=from_wf,
-                        from_step_id=from_step, to_workflow_id=to_wf, to_step_id=to_step, route=route,
-                        actor_kind=actor_kind or "system", actor_id=actor_id, session_id=session_id)
+        row = LedgerRow(next(self._ledger_ids), task_id, from_wf, from_step, to_wf, to_step, route,
+                        actor_kind or "system", actor_id, session_id)
+        rows = self._ledger_by_task.get(task_id)
+        if rows is None:
+            rows = self._ledger_by_task[task_id] = []
+        if self._undo is None:  # outside a unit: plain writes, nothing to undo
+            self._ledger[row.id] = row
+            rows.append(row)
+            if to_step is not None:
+                self._unrecorded[row.id] = row
+            return row
         self._put(self._ledger, row.id, row)
-        self._append(self._ledger_by_task, task_id, row)
+        rows.append(row)
+        self._undo.append(rows.pop)
         if to_step is not None:
             self._put(self._unrecorded, row.id, row)
         return row
@@ -223,22 +234,23 @@ class MemoryStore:
 
     def record_entry(self, record: EntryRecord) -> bool:
         """Insert the entry record; False if one exists already (nothing changed)."""
-        # Stored as the SQL store stores it, so both hand back equal records.
-        # Stored as the SQL store hands it back (tuples of str), without a JSON round trip on the hot path.
-        if all(type(k) is str for k in record.attempted) and all(
-                type(f) is tuple and len(f) == 2 and type(f[0]) is str and type(f[1]) is str for f in record.failed):
-            stored = EntryRecord(record.entry_id, record.task_id, record.workflow_id, record.step_id,
-                                 tuple(record.attempted), tuple(record.failed))
-        else:
-            stored = replace(record, attempted=attempted_value(attempted_text(record.attempted)),
+        # Stored as the SQL store hands it back (tuples of str); the runtime's own records are that already.
+        if not (type(record.attempted) is tuple and type(record.failed) is tuple
+                and (not (record.attempted or record.failed) or _plain(record))):
+            record = replace(record, attempted=attempted_value(attempted_text(record.attempted)),
                              failed=failed_value(failed_text(record.failed)))
+        entry_id = record.entry_id
         with self._lock:
-            if record.entry_id not in self._ledger:
-                raise no_ledger_row_error(record.entry_id)
-            if record.entry_id in self._entries:
+            if entry_id not in self._ledger:
+                raise no_ledger_row_error(entry_id)
+            if entry_id in self._entries:
                 return False
-            self._put(self._entries, record.entry_id, stored)
-            self._pop(self._unrecorded, record.entry_id)
+            if self._undo is None:
+                self._entries[entry_id] = record
+                self._unrecorded.pop(entry_id, None)
+            else:
+                self._put(self._entries, entry_id, record)
+                self._pop(self._unrecorded, entry_id)
             return True
 
     def markers(self, entry_id: int) -> dict[int, Marker]:
@@ -388,6 +400,17 @@ def _restore(table: dict[K, V], key: K, old: V) -> None:
 
 def _by_id(row: LedgerRow | Participant | Decision) -> int:
     return int(row.id)
+
+
+def _plain(record: EntryRecord) -> bool:
+    """Every attempted kind a str, every failure a (str, str) tuple: stored as given."""
+    for k in record.attempted:
+        if type(k) is not str:
+            return False
+    for f in record.failed:
+        if type(f) is not tuple or len(f) != 2 or type(f[0]) is not str or type(f[1]) is not str:
+            return False
+    return True
 
 
 def _clean_task(task: TaskState) -> TaskState:

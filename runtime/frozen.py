@@ -1,0 +1,58 @@
+"""A frozen dataclass in, the same class with a cheaper `__init__` out.
+
+A frozen dataclass's generated `__init__` stores each field through `object.__setattr__`
+(about 0.1 µs a field).  The runtime builds several such records per call (ledger rows,
+entry records, contexts, results), so `fast_init` replaces it with one that stores the
+whole instance dict in one step.  Everything else the dataclass generated stays: the
+signature (defaults, default factories, keyword-only fields), `__eq__`, `__hash__`,
+`__repr__`, `dataclasses.replace`, immutability after construction (ADR 0010).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+__all__ = ["fast_init"]
+
+T = TypeVar("T")
+
+_NO_DEFAULT = object()
+
+
+def fast_init(cls: type[T]) -> type[T]:
+    """Replace a frozen, dict-backed dataclass's `__init__` by one that stores all fields at once."""
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen:
+        raise TypeError(f"fast_init: {cls.__name__} is not a frozen dataclass")
+    if "__slots__" in cls.__dict__ or hasattr(cls, "__post_init__"):
+        raise TypeError(f"fast_init: {cls.__name__} has slots or a __post_init__")
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    if any(not f.init for f in fields):
+        raise TypeError(f"fast_init: {cls.__name__} has a field outside __init__")
+    names: dict[str, Any] = {"_set": object.__setattr__, "_NO_DEFAULT": _NO_DEFAULT}
+    positional: list[str] = []
+    keyword: list[str] = []
+    values: list[str] = []
+    for f in fields:
+        if f.default is not dataclasses.MISSING:
+            names[f"_d_{f.name}"] = f.default
+            param = f"{f.name}=_d_{f.name}"
+            value = f.name
+        elif f.default_factory is not dataclasses.MISSING:
+            names[f"_f_{f.name}"] = f.default_factory
+            param = f"{f.name}=_NO_DEFAULT"
+            value = f"_f_{f.name}() if {f.name} is _NO_DEFAULT else {f.name}"
+        else:
+            param = value = f.name
+        (keyword if f.kw_only else positional).append(param)
+        values.append(f"{f.name!r}: {value}")
+    signature = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
+    source = f"def __init__({signature}) -> None:\n    _set(self, '__dict__', {{{', '.join(values)}}})\n"
+    exec(source, names)  # noqa: S102 - generated from the dataclass's own field names, as dataclasses does
+    init = names["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    init.__doc__ = cls.__init__.__doc__
+    cls.__init__ = init  # type: ignore[misc]
+    return cls
