@@ -76,6 +76,7 @@ def campaign(backend: str, trials: int, seed: int, *, targeted: bool, fsync: boo
         c = crash.Campaign(url, backend, workdir, fsync=fsync)
         stack.callback(c.close)
         c.calibrate("tx")
+        c.calibrate("split")
         c.calibrate("host")
         runs = [c.trial(s) for s in range(seed, seed + trials)]
         if targeted:

@@ -69,7 +69,7 @@ class Target:
     def render(self) -> str:
         sign = "≤" if self.op == "<=" else "≥"
         sep = "" if self.unit == TIMES else " "
-        return f"{sign}{self.value:.1f}{sep}{self.unit}"
+        return f"{sign}{self.value:g}{sep}{self.unit}"
 
 
 @dataclass

@@ -3,14 +3,19 @@
 
 from __future__ import annotations
 
-from .entry import EntryDispatch
+from collections.abc import Callable
+from typing import NamedTuple
+
+from .core import _Redelivered
+from .entry import EntryDispatch, Pending
 from .errors import (
     RuntimeFault,
     UnknownTaskError,
     UnknownWorkflowError,
 )
-from .results import ArrivalResult
-from .store import LedgerRow, StoreError, TaskState
+from .plan import PlanStep
+from .results import ArrivalResult, EntryResult
+from .store import LedgerRow, MoveResult, Store, StoreError, TaskState
 
 __all__ = ["Arrivals"]
 
@@ -30,12 +35,14 @@ class Arrivals(EntryDispatch):
             raise RuntimeFault(f"task `{task_id}` exists already")
         task = TaskState(task_id, workflow_id, step_id, description, is_from_office, is_ephemeral, False)
         try:
-            result = self.store.create_task(task, actor_kind=actor_kind, actor_id=actor_id, session_id=session_id)
+            result, entered = self._write_arrival(
+                lambda store: store.create_task(task, actor_kind=actor_kind, actor_id=actor_id, session_id=session_id),
+                workflow_id, step_id, task_id, session_id)
         except StoreError:
             if self.store.get_task(task_id) is not None:  # a concurrent creation won: a refusal, not a store fault
                 raise RuntimeFault(f"task `{task_id}` exists already") from None
             raise
-        return self._after_move(result.ledger, task_id, None, session_id)
+        return self._after_move(result.ledger, task_id, None, session_id, entered=entered)
 
     def move(self, task_id: str, to_step: str, *, route: str = "manual_move", session_id: str | None = None,
              actor_kind: str = "human", actor_id: str | None = None, workflow_id: str | None = None,
@@ -55,16 +62,18 @@ class Arrivals(EntryDispatch):
                       code="manual_move_not_allowed", task=task_id, workflow=target_wf, step=to_step,
                       **({"from": task.step_id}))
             return ArrivalResult("refused", task_id, task.step_id, to_step, reason="manual_move_not_allowed")
-        result = self.store.move_task(task_id, target_wf, to_step, route=route, actor_kind=actor_kind,
-                                      actor_id=actor_id if actor_kind != "agent" else (actor_id or session_id),
-                                      session_id=session_id, expected_step_id=expected_step)
+        actor = actor_id if actor_kind != "agent" else (actor_id or session_id)
+        result, entered = self._write_arrival(
+            lambda store: store.move_task(task_id, target_wf, to_step, route=route, actor_kind=actor_kind,
+                                          actor_id=actor, session_id=session_id, expected_step_id=expected_step),
+            target_wf, to_step, task_id, session_id, dispatch=dispatch)
         if result.status == "unknown_task":
             raise UnknownTaskError(f"no task `{task_id}`")
         if result.status == "cas_lost":
             return ArrivalResult("cas_lost", task_id, task.step_id, to_step, reason="the task moved meanwhile")
         if result.status == "same_step":
             return ArrivalResult("same_step", task_id, task.step_id, to_step)
-        return self._after_move(result.ledger, task_id, task.step_id, session_id, dispatch=dispatch)
+        return self._after_move(result.ledger, task_id, task.step_id, session_id, dispatch=dispatch, entered=entered)
 
     def switch_workflow(self, task_id: str, workflow_id: str, step_id: str | None = None, *,
                         session_id: str | None = None) -> ArrivalResult:
@@ -73,8 +82,42 @@ class Arrivals(EntryDispatch):
         return self.move(task_id, step_id or wf.start_step, route="workflow_switch", workflow_id=workflow_id,
                          session_id=session_id, actor_kind="agent" if session_id else "system")
 
+    def _write_arrival(self, write: Callable[[Store], MoveResult], to_workflow: str | None, to_step: str | None,
+                       task_id: str, session_id: str | None, *, dispatch: bool = True
+                       ) -> tuple[MoveResult, Entered | None]:
+        """Write a step change: `write(store)` is the store's `move_task` or `create_task`.
+
+        On a durable store, when every dispatched entry action of the destination is store-backed
+        (or there is none), the step change, its ledger row and the whole entry — actions in
+        savepoints, markers, entry record — commit in ONE transaction (ADR 0010): one commit per
+        arrival, and no window between the step change and its entry.  If the store fails after the
+        step change was written, the step change is written again on its own and its entry is
+        dispatched after that commit, as RUNTIME.md §1 describes (the step change is never given up
+        for its entry).  Otherwise (host executors at the destination) the entry runs after the commit."""
+        step = self._steps.get((to_workflow, to_step)) if dispatch and to_workflow and to_step else None
+        if step is None or not self.atomic_arrivals or not self.store.durable or not self._all_transactional(step):
+            return write(self.store), None
+        pending: list[Pending] = []
+        wrote = False
+        try:
+            with self.store.unit() as tx:
+                result = write(tx)
+                wrote = True
+                row = result.ledger
+                if result.status != "moved" or row is None or row.to_step_id is None or result.task is None:
+                    return result, None
+                attempted, failed = self._entry_in(tx, row, result.task, step, None, pending)
+        except (StoreError, _Redelivered) as exc:  # a fresh row cannot have a record: treat it as a store fault
+            if not wrote:
+                raise
+            self.emit("error", "error", "arrival transaction failed: the step change is written on its own and "
+                      "its entry dispatched after the commit", code="arrival_retried", task=task_id,
+                      session=session_id, message=str(exc) or type(exc).__name__)
+            return write(self.store), None
+        return result, Entered(step, pending, attempted, failed)
+
     def _after_move(self, ledger: LedgerRow | None, task_id: str, from_step: str | None, session_id: str | None,
-                    *, dispatch: bool = True) -> ArrivalResult:
+                    *, dispatch: bool = True, entered: Entered | None = None) -> ArrivalResult:
         if ledger is None:
             return ArrivalResult("same_step", task_id, from_step, from_step)
         self.counters.add("arrivals")
@@ -82,5 +125,18 @@ class Arrivals(EntryDispatch):
             self.emit("arrival", "info", task=task_id, **{"from": ledger.from_step_id}, to=ledger.to_step_id,
                       ledger_id=ledger.id, route=ledger.route, workflow=ledger.to_workflow_id, session=session_id)
         live = session_id is not None or (self.session_live is not None and self.session_live(task_id))
-        entry = self._enter(ledger, session_live=live) if dispatch else None
+        if entered is not None:
+            entry: EntryResult | None = self._entered(ledger, entered.step, live, entered.pending, entered.attempted,
+                                                      entered.failed)
+        else:
+            entry = self._enter(ledger, session_live=live) if dispatch else None
         return ArrivalResult("moved", task_id, ledger.from_step_id, ledger.to_step_id, ledger.id, entry)
+
+
+class Entered(NamedTuple):
+    """An entry dispatched inside its arrival's transaction, to be reported once that has committed."""
+
+    step: PlanStep
+    pending: list[Pending]
+    attempted: tuple[str, ...]
+    failed: tuple[tuple[str, str], ...]

@@ -9,6 +9,7 @@ the action's configuration; a run whose key exists is not queued again.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -29,9 +30,25 @@ def _store(ctx: ActionContext) -> Store:
     return ctx.store
 
 
+_DIGESTS: dict[tuple[str, int], tuple[Mapping[str, Any], dict[str, Any], str]] = {}
+_DIGESTS_MAX = 4096
+
+
 def _digest(kind: str, args: Mapping[str, Any]) -> str:
+    """A digest of an action's configuration.
+
+    The plan's argument mappings live as long as the plan, so the digest is remembered per mapping object:
+    the entry pins the object (its id cannot be reused meanwhile) and keeps a copy, so a mapping changed
+    since is digested afresh."""
+    cached = _DIGESTS.get((kind, id(args)))
+    if cached is not None and cached[0] is args and cached[1] == args:
+        return cached[2]
     body = json.dumps({"kind": kind, **args}, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(body.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(body.encode()).hexdigest()[:16]
+    if len(_DIGESTS) >= _DIGESTS_MAX:
+        _DIGESTS.clear()
+    _DIGESTS[(kind, id(args))] = (args, copy.deepcopy(dict(args)), digest)
+    return digest
 
 
 def run_key(ctx: ActionContext, task_id: str, step_id: str, agent: str, args: Mapping[str, Any]) -> str | None:

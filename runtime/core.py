@@ -94,6 +94,7 @@ class _Core:
         executor_timeout: float | None = 60.0,
         builtins: bool = True,
         session_live: Callable[[str], bool] | None = None,
+        atomic_arrivals: bool = True,
     ) -> None:
         self.plan = plan
         self.store = store
@@ -111,6 +112,9 @@ class _Core:
         self.host: dict[str, Any] = {"engine_ready": True, **(host or {})}
         self.executor_timeout = executor_timeout
         self.session_live = session_live
+        # A durable store writes a step change and an entry whose actions are all store-backed in one
+        # transaction (ADR 0010); False keeps RUNTIME.md §1's literal shape: the entry after the commit.
+        self.atomic_arrivals = atomic_arrivals
         self.counters = Counters()
         self._workflows = {wf.id: wf for wf in plan.workflows}
         self._steps = {(wf.id, s.id): s for wf in plan.workflows for s in wf.steps}
@@ -158,11 +162,12 @@ class _Core:
 
     def _context(self, action: PlanAction, task: TaskState, workflow_id: str, step_id: str, trigger: str, *,
                  entry_id: int | None = None, operation_id: str | None = None, session_id: str | None = None,
-                 payload: Mapping[str, Any] | None = None, key: str | None = None) -> ActionContext:
+                 payload: Mapping[str, Any] | None = None, key: str | None = None,
+                 store: Store | None = None) -> ActionContext:
         # positional: ActionContext's field order (kind, task, workflow_id, step_id, trigger, position,
         # idempotency_key, entry_id, operation_id, session_id, payload, store, runtime, directory, workflow_steps)
         return ActionContext(action.kind, task, workflow_id, step_id, trigger, action.position, key, entry_id,
-                             operation_id, session_id, payload or {}, None, cast("Runtime", self), self.directory,
+                             operation_id, session_id, payload or {}, store, cast("Runtime", self), self.directory,
                              self._step_ids.get(workflow_id, (step_id,)))
 
     def _record_failure(self, failure: _Failure, task_id: str, session_id: str | None, kind: str) -> None:

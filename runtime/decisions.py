@@ -66,12 +66,15 @@ class DecisionDispatch(TriggerDispatch):
         if target is None:
             self.store.mark_operation(operation_id, task_id=task.id, trigger="decision")
             return DecisionResult(decision_id, task.id, step.id)
-        result = self.store.move_task(task.id, task.workflow_id, target, route="decision",
-                                      actor_kind="agent" if agent else "human", actor_id=agent or user,
-                                      session_id=session_id, expected_step_id=step.id, operation_id=operation_id,
-                                      operation_trigger="decision")
+        wf_id, step_id = task.workflow_id, step.id
+        result, entered = self._write_arrival(
+            lambda store: store.move_task(task.id, wf_id, target, route="decision",
+                                          actor_kind="agent" if agent else "human", actor_id=agent or user,
+                                          session_id=session_id, expected_step_id=step_id,
+                                          operation_id=operation_id, operation_trigger="decision"),
+            wf_id, target, task.id, session_id)
         if result.status != "moved":
             return DecisionResult(decision_id, task.id, step.id, abandoned=True)
         self.counters.add("transitions")
-        arrival = self._after_move(result.ledger, task.id, step.id, session_id)
+        arrival = self._after_move(result.ledger, task.id, step.id, session_id, entered=entered)
         return DecisionResult(decision_id, task.id, step.id, transitioned=True, arrival=arrival)

@@ -4,7 +4,7 @@ one transaction per entry when every action is store-backed, and the `recover` s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -20,9 +20,12 @@ from .plan import (
 )
 from .records import Level
 from .results import EntryResult, RecoverResult
-from .store import EntryRecord, LedgerRow, Store, StoreError, TaskState
+from .store import EntryRecord, LedgerRow, Marker, Store, StoreError, TaskState
 
-__all__ = ["EntryDispatch"]
+__all__ = ["EntryDispatch", "Pending"]
+
+Pending = tuple[str, Level, "str | None", dict[str, Any]]
+"""A record held back until its transaction commits: (kind, level, message, fields)."""
 
 
 class EntryDispatch(_Core):
@@ -139,31 +142,49 @@ class EntryDispatch(_Core):
         savepoint (record-and-continue), the entry record last.  One commit per entry; records are
         emitted only once it has committed."""
         assert row.to_workflow_id is not None
-        pending: list[tuple[str, Level, str | None, dict[str, Any]]] = []
-        attempted: list[str] = []
-        failed: list[tuple[str, str]] = []
+        pending: list[Pending] = []
         try:
             with self.store.unit() as tx:
                 if tx.entry_record(row.id) is not None:
                     raise _Redelivered
                 task = tx.get_task(row.task_id) or TaskState(row.task_id, row.to_workflow_id, step.id)
-                markers = tx.markers(row.id) if step.entry_dispatch else {}
-                for action in step.entry_dispatch:
-                    attempted.append(action.kind)
-                    error = self._entry_action_in(tx, row, task, step, action, markers.get(action.position),
-                                                  pending)
-                    if error is not None:
-                        failed.append((action.kind, error))
-                record = EntryRecord(row.id, row.task_id, row.to_workflow_id, step.id, tuple(attempted),
-                                     tuple(failed))
-                if not tx.record_entry(record):
-                    raise _Redelivered  # another delivery recorded it meanwhile: undo ours
+                attempted, failed = self._entry_in(tx, row, task, step, tx.markers(row.id), pending)
         except _Redelivered:
             return self._redelivered(row)
         except StoreError as exc:
             self.emit("error", "error", "entry dispatch interrupted: the store failed; `recover` will finish it",
                       task=row.task_id, session=row.session_id, entry_id=row.id, message=str(exc))
             return EntryResult(row.id, "incomplete")
+        return self._entered(row, step, session_live, pending, attempted, failed)
+
+    def _entry_in(self, tx: Store, row: LedgerRow, task: TaskState, step: PlanStep,
+                  markers: Mapping[int, Marker] | None,
+                  pending: list[Pending]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+        """The store-backed actions of an entry and its record, inside the open unit `tx` (records to emit
+        after the commit go to `pending`).  Raises `_Redelivered` if the entry has its record already.
+
+        `markers` None: the entry runs in the transaction that writes its ledger row (ADR 0010), so no other
+        delivery can see the row before the entry record commits with every effect: that record is the
+        durable marker of every position, and no per-position marker is written."""
+        assert row.to_workflow_id is not None
+        attempted: list[str] = []
+        failed: list[tuple[str, str]] = []
+        for action in step.entry_dispatch:
+            attempted.append(action.kind)
+            if markers is None:
+                error = self._entry_action_in(tx, row, task, step, action, None, pending, marked=False)
+            else:
+                error = self._entry_action_in(tx, row, task, step, action, markers.get(action.position), pending)
+            if error is not None:
+                failed.append((action.kind, error))
+        record = EntryRecord(row.id, row.task_id, row.to_workflow_id, step.id, tuple(attempted), tuple(failed))
+        if not tx.record_entry(record):
+            raise _Redelivered  # another delivery recorded it meanwhile: undo ours
+        return record.attempted, record.failed
+
+    def _entered(self, row: LedgerRow, step: PlanStep, session_live: bool, pending: list[Pending],
+                 attempted: tuple[str, ...], failed: tuple[tuple[str, str], ...]) -> EntryResult:
+        """After an entry's transaction committed: its records, in order, and its result."""
         if session_live and step.entry_inline:
             self.emit("inline", "debug", task=row.task_id, step=step.id, kinds=list(step.entry_inline),
                       entry_id=row.id, session=row.session_id)
@@ -172,14 +193,16 @@ class EntryDispatch(_Core):
                 self.counters.add("effects")
             self.emit(kind, level, message, **fields)
         self.counters.add("entries_dispatched")
-        self.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=attempted,
-                  failed=[{"kind": k, "error": e} for k, e in failed], workflow=row.to_workflow_id,
-                  session=row.session_id)
-        return EntryResult(row.id, "dispatched", tuple(attempted), tuple(failed))
+        if self.sinks:
+            self.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=list(attempted),
+                      failed=[{"kind": k, "error": e} for k, e in failed], workflow=row.to_workflow_id,
+                      session=row.session_id)
+        return EntryResult(row.id, "dispatched", attempted, failed)
 
     def _entry_action_in(self, tx: Store, row: LedgerRow, task: TaskState, step: PlanStep, action: PlanAction,
-                         marker: Any, pending: list[tuple[str, Level, str | None, dict[str, Any]]]) -> str | None:
-        """One store-backed entry action inside the entry's transaction, in a savepoint of its own."""
+                         marker: Any, pending: list[Pending], *, marked: bool = True) -> str | None:
+        """One store-backed entry action inside the entry's transaction, in a savepoint of its own.
+        `marked` False: no per-position marker (see `_entry_in`)."""
         if marker is not None:
             if marker.state == "done":
                 return None
@@ -188,14 +211,15 @@ class EntryDispatch(_Core):
         kind, position = action.kind, action.position
         fn = self.executors.get(kind)
         assert fn is not None
-        ctx = self._context(action, task, row.to_workflow_id, step.id, self._entry_trigger, entry_id=row.id,
-                            session_id=row.session_id, key=f"entry:{row.id}:{position}:{kind}")
         try:
             with tx.unit() as sp:
-                if not sp.claim_marker(row.id, position, kind):
+                if marked and not sp.claim_marker(row.id, position, kind):
                     return None  # another delivery has it
-                effects = fn(action.args, replace(ctx, store=sp)) or ()
-                sp.finish_marker(row.id, position, "done")
+                ctx = self._context(action, task, row.to_workflow_id, step.id, self._entry_trigger, entry_id=row.id,
+                                    session_id=row.session_id, key=f"entry:{row.id}:{position}:{kind}", store=sp)
+                effects = fn(action.args, ctx) or ()
+                if marked:
+                    sp.finish_marker(row.id, position, "done")
         except StoreError:
             raise
         except Exception as exc:  # ActionFailed: an ordinary failure; anything else: a contained fault
@@ -205,7 +229,7 @@ class EntryDispatch(_Core):
             if panic:
                 pending.append(("error", "error", None, {"task": task.id, "session": row.session_id, "kind": kind,
                                                          "message": message}))
-            if tx.claim_marker(row.id, position, kind):
+            if marked and tx.claim_marker(row.id, position, kind):
                 tx.finish_marker(row.id, position, "failed", message)
             return message
         for effect in effects:

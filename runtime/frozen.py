@@ -11,6 +11,7 @@ signature (defaults, default factories, keyword-only fields), `__eq__`, `__hash_
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any, TypeVar
 
 __all__ = ["fast_init"]
@@ -49,10 +50,13 @@ def fast_init(cls: type[T]) -> type[T]:
         values.append(f"{f.name!r}: {value}")
     signature = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
     source = f"def __init__({signature}) -> None:\n    _set(self, '__dict__', {{{', '.join(values)}}})\n"
-    exec(source, names)  # noqa: S102 - generated from the dataclass's own field names, as dataclasses does
+    exec(source, names)  # generated from the dataclass's own field names, as `dataclasses` does
     init = names["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__
-    init.__doc__ = cls.__init__.__doc__
-    cls.__init__ = init  # type: ignore[misc]
+    original = cls.__init__
+    init.__doc__ = original.__doc__
+    init.__annotations__ = dict(original.__annotations__)
+    init.__signature__ = inspect.signature(original)  # defaults shown as the dataclass shows them
+    cls.__init__ = init  # type: ignore[method-assign]
     return cls

@@ -140,8 +140,8 @@ class Counters:
     def _sum(self, which: int) -> Counter[str]:
         with self._lock:
             total = Counter(self._retired if which == 1 else self._retired_skips)
-            for shard in self._shards:
-                total.update(dict(shard[which]))  # dict() copies in one step under the GIL
+            for _thread, values, skips in self._shards:
+                total.update(dict(values if which == 1 else skips))  # dict() copies in one step under the GIL
         return total
 
     def snapshot(self) -> dict[str, Any]:

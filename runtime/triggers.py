@@ -145,13 +145,16 @@ class TriggerDispatch(Arrivals):
                       actions=[a.kind for a in actions])
         arrival = None
         if target is not None and target != step_id:
-            result = self.store.move_task(task.id, wf_id, target, route="engine_transition",
-                                          actor_kind="agent" if session_id else "system", actor_id=session_id,
-                                          session_id=session_id, expected_step_id=step_id,
-                                          operation_id=operation_id, operation_trigger=trigger)
+            task_id = task.id
+            result, entered = self._write_arrival(
+                lambda store: store.move_task(task_id, wf_id, target, route="engine_transition",
+                                              actor_kind="agent" if session_id else "system", actor_id=session_id,
+                                              session_id=session_id, expected_step_id=step_id,
+                                              operation_id=operation_id, operation_trigger=trigger),
+                wf_id, target, task_id, session_id)
             if result.status == "moved":
                 self.counters.add("transitions")
-                arrival = self._after_move(result.ledger, task.id, step_id, session_id)
+                arrival = self._after_move(result.ledger, task_id, step_id, session_id, entered=entered)
             else:
                 if operation_id:
                     self.store.mark_operation(operation_id, task_id=task.id, trigger=trigger)

@@ -66,9 +66,10 @@ def prepare(store: Store, tasks: int, cas_tasks: int) -> None:
         store.put_task(TaskState(task, WF, "backlog"))
 
 
-def runtime(store: Store, plan_obj: Plan | None = None) -> tuple[Runtime, ListSink]:
+def runtime(store: Store, plan_obj: Plan | None = None, *, atomic: bool = True) -> tuple[Runtime, ListSink]:
+    """`atomic`: arrivals commit with their store-backed entry (ADR 0010); False: the entry after the commit."""
     sink = ListSink()
-    return Runtime(plan_obj or plan(), store, sinks=[sink], executor_timeout=30.0), sink
+    return Runtime(plan_obj or plan(), store, sinks=[sink], executor_timeout=30.0, atomic_arrivals=atomic), sink
 
 
 def _redeliver(rt: Runtime, store: Store, task: str, out: dict[str, Any]) -> None:
@@ -127,7 +128,7 @@ def process_main(url: str, text: str, tasks: int, cas_tasks: int, barrier: Any, 
 
     store = open_store(url, create=False)
     try:
-        rt, sink = runtime(store, load_plan(text))
+        rt, sink = runtime(store, load_plan(text), atomic=worker % 2 == 0)
         results.put((worker, deliver(rt, store, sink, tasks, cas_tasks, lambda: barrier.wait(timeout=60))))
     except BaseException as exc:
         results.put((worker, {"error": f"{type(exc).__name__}: {exc}"}))

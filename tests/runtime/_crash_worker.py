@@ -23,8 +23,10 @@ Workers are forked from a *zygote* (`python _crash_worker.py serve PLAN.json`) t
 everything and loaded the plan once, so a trial costs a fork instead of an interpreter start-up.
 `python _crash_worker.py run SPEC.json PLAN.json` runs one worker directly (for reproducing a seed).
 
-Variants: `tx` registers only the built-in (transactional) executors, so every entry action
-commits with its marker and every effect must happen exactly once; `host` registers
+Variants: `tx` registers only the built-in (transactional) executors, so every arrival commits with
+its whole entry in one transaction (ADR 0010: no per-position markers) and every effect must happen
+exactly once; `split` is `tx` with `atomic_arrivals=False`: the entry runs after the arrival's commit,
+in one transaction of its own, each action with its marker; `host` registers
 `ensure_seats` as a host (non-transactional) executor that logs `X <idempotency key>` to the
 journal, so the entry takes the action-by-action path, where a crash between the marker's claim
 and its finish leaves the outcome unknown (ADR 0008 §4: recorded as failed, never re-run: at most once).
@@ -229,7 +231,7 @@ def build_runtime(store: Any, plan: Any, variant: str, journal: Journal | None) 
 
         registry.register("ensure_seats", host_ensure_seats)
     return Runtime(plan, store, executors=registry, directory=StaticDirectory(primary=PRIMARY, ceo=CEO), sinks=[],
-                   executor_timeout=None)
+                   executor_timeout=None, atomic_arrivals=variant == "tx")
 
 
 class _Points:
@@ -573,7 +575,9 @@ def check_recovered(snap: Snapshot, plan: Any, variant: str, view: JournalView, 
                             f"goes to {row['to_step_id']}, whose entry dispatches {expected}")
         got = markers.get(entry_id, {})
         want = dict(kinds[row["to_step_id"]])
-        if set(got) != set(want) or any(got[p]["kind"] != want[p] for p in got):
+        if variant == "tx" and not got:
+            pass  # entered in its arrival's transaction: the entry record stands for every position (ADR 0010)
+        elif set(got) != set(want) or any(got[p]["kind"] != want[p] for p in got):
             problems.append(f"entry {entry_id}: markers {sorted((p, m['kind']) for p, m in got.items())}, "
                             f"expected {sorted(want.items())}")
         for position, marker in got.items():
@@ -807,7 +811,8 @@ class Campaign:
     # -- a trial ----------------------------------------------------------------------------------------------
     def plan_trial(self, seed: int) -> Trial:
         rng = random.Random(seed)
-        variant = "host" if rng.random() < 0.3 else "tx"
+        draw = rng.random()
+        variant = "host" if draw < 0.3 else "split" if draw < 0.55 else "tx"
         trial = Trial(seed, self.backend, variant, "timed" if rng.random() < 0.5 else "point")
         trial.delay = rng.uniform(0.0, self.elapsed[variant])
         trial.kill_at = rng.randint(1, self.points[variant])
@@ -816,10 +821,11 @@ class Campaign:
         return trial
 
     def targeted(self, labels: tuple[str, ...] = ("after move_task", "after create_task")) -> list[Trial]:
-        """Point kills at every point of the never-killed `tx` run whose label is one of `labels` (by default
-        every moment between an arrival's commit and its entry dispatch); seeds from 100000 up."""
-        hits = [n for n, (_, label) in enumerate(self.trace["tx"], start=1) if label in labels]
-        return [Trial(100_000 + k, self.backend, "tx", "point", kill_at=n) for k, n in enumerate(hits)]
+        """Point kills at every point of the never-killed `split` run whose label is one of `labels` (by default
+        every moment between an arrival's commit and its entry dispatch, which only the split path has: a `tx`
+        arrival commits with its entry); seeds from 100000 up."""
+        hits = [n for n, (_, label) in enumerate(self.trace["split"], start=1) if label in labels]
+        return [Trial(100_000 + k, self.backend, "split", "point", kill_at=n) for k, n in enumerate(hits)]
 
     def trial(self, seed: int) -> Trial:
         """Run trial `seed`; its `problems` list every invariant it found broken (empty: none)."""

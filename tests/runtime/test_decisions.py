@@ -5,6 +5,8 @@ compare-and-swap (an arrival with route `decision`); the Office round trip.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from interlock.runtime import TaskState
@@ -85,16 +87,26 @@ def test_decision_with_a_session_carries_it_onto_the_arrival(harness: Any) -> No
 class _RacedStore:
     """Another process moves the task between the decision's evaluation and its compare-and-swap."""
 
-    def __init__(self, inner: Store) -> None:
+    def __init__(self, inner: Store, counts: list[int] | None = None) -> None:
         self._inner = inner
-        self.decision_moves = 0
+        self._counts = counts if counts is not None else [0]
+
+    @property
+    def decision_moves(self) -> int:
+        return self._counts[0]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
+    @contextlib.contextmanager
+    def unit(self) -> Iterator[_RacedStore]:
+        """The runtime may move the task inside a unit (ADR 0010): race there too."""
+        with self._inner.unit() as tx:
+            yield _RacedStore(tx, self._counts)
+
     def move_task(self, task_id: str, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("route") == "decision":
-            self.decision_moves += 1
+            self._counts[0] += 1
             self._inner.move_task(task_id, "office_default", "backlog", route="manual_move")
         return self._inner.move_task(task_id, *args, **kwargs)
 

@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -69,12 +69,16 @@ def seed(store: Store, *tasks: str, step: str = "work") -> None:
 
 
 def make_runtime(store: Store, executors: Mapping[str, Callable[..., Any]] | None = None, *,
-                 transactional: bool = False, timeout: float | None = 10.0) -> tuple[Runtime, ListSink]:
+                 transactional: bool = False, timeout: float | None = 10.0,
+                 atomic: bool = True) -> tuple[Runtime, ListSink]:
+    """`atomic=False`: the entry after the arrival's commit (RUNTIME.md §1's shape, which every destination with
+    a host executor takes) instead of the arrival and its store-backed entry in one transaction (ADR 0010)."""
     registry = ExecutorRegistry()
     for kind, fn in (executors or {}).items():
         registry.register(kind, fn, transactional=transactional)
     sink = ListSink()
-    return Runtime(work.plan(), store, executors=registry, sinks=[sink], executor_timeout=timeout), sink
+    return Runtime(work.plan(), store, executors=registry, sinks=[sink], executor_timeout=timeout,
+                   atomic_arrivals=atomic), sink
 
 
 def within(seconds: float, fn: Callable[[], Any]) -> Any:
@@ -134,6 +138,14 @@ def store(request: pytest.FixtureRequest) -> Iterator[Store]:
         yield MemoryStore()
         return
     yield request.getfixturevalue("sqlite_store")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def durable_store(request: pytest.FixtureRequest) -> Store:
+    """The stores that write an arrival and its store-backed entry in one transaction (ADR 0010)."""
+    if request.param == "sqlite":
+        return cast(Store, request.getfixturevalue("sqlite_store"))
+    return cast(Store, request.getfixturevalue("pg_store")[0])
 
 
 # ---- executors that misbehave on entry ----------------------------------------------------------------------
@@ -532,10 +544,11 @@ ENTRY_FAILURES: dict[str, tuple[str, int]] = {  # case: (store method that fails
 @pytest.mark.parametrize("case", list(ENTRY_FAILURES))
 def test_a_store_failing_during_entry_dispatch_leaves_it_incomplete_and_recover_finishes_it(
         store: Store, case: str) -> None:
+    """The entry after the arrival's commit (atomic_arrivals=False, or a destination with a host executor)."""
     method, skip = ENTRY_FAILURES[case]
     seed(store, "T1")
     flaky = flaky_mod.FlakyStore(store)
-    rt, sink = make_runtime(flaky)
+    rt, sink = make_runtime(flaky, atomic=False)
     flaky.fail_on(method, skip=skip)
     result = within(20, lambda: rt.move("T1", "review", session_id="S1"))
     flaky.heal()
@@ -544,6 +557,119 @@ def test_a_store_failing_during_entry_dispatch_leaves_it_incomplete_and_recover_
     if case == "second-run":
         assert store.runs("T1") == [], "the first run survived without its marker"
     _check_incomplete_then_recover(flaky, rt, sink, result.entry, "T1", "S1", ledger_id=result.ledger_id)
+
+
+ATOMIC_FAILURES: dict[str, tuple[str, int]] = {  # case: (store method that fails, calls of it let through first)
+    "savepoint-position-0": ("unit", 1),  # (the first is the arrival's own transaction)
+    "savepoint-position-2": ("unit", 3),
+    "clear_decisions": ("clear_decisions", 0),
+    "participants": ("participants", 0),
+    "first-run": ("enqueue_run", 0),
+    "second-run": ("enqueue_run", 1),
+    "record_entry": ("record_entry", 0),
+}
+
+
+def _check_dispatched_once(store: Store, rt: Runtime, result: Any, task: str) -> None:
+    """The arrival stands, its entry ran exactly once, and nothing is left for `recover` or a redelivery."""
+    assert result.status == "moved" and result.entry is not None, result
+    assert result.entry.status == "dispatched" and result.entry.failed == (), result.entry
+    state = store.get_task(task)
+    assert state is not None and state.step_id == "review"
+    assert [(r.from_step_id, r.to_step_id) for r in store.ledger(task)] == [("work", "review")]
+    record = store.entry_record(result.ledger_id)
+    assert record is not None and record.attempted == ENTRY_KINDS and record.failed == ()
+    assert sorted(r.agent for r in store.runs(task)) == list(REVIEWERS)
+    assert rt.recover().dispatched == 0
+    assert rt.dispatch_entry(result.ledger_id).status == "redelivery"
+    assert len(store.runs(task)) == 2 and store.unrecorded_arrivals() == []
+
+
+@pytest.mark.parametrize("case", list(ATOMIC_FAILURES))
+def test_a_store_failing_inside_an_atomic_arrival_keeps_the_step_change_and_dispatches_the_entry_once(
+        durable_store: Store, case: str) -> None:
+    """ADR 0010: the arrival and its store-backed entry are one transaction.  When the store fails after the step
+    change was written, the transaction is undone, the step change is written again on its own and the entry is
+    dispatched after that commit: the step change is never given up, the entry runs once, an `error` record says so."""
+    store = durable_store
+    method, skip = ATOMIC_FAILURES[case]
+    seed(store, "T1")
+    flaky = flaky_mod.FlakyStore(store)
+    rt, sink = make_runtime(flaky)
+    flaky.fail_on(method, skip=skip)
+    result = within(20, lambda: rt.move("T1", "review", session_id="S1"))
+    flaky.heal()
+    assert flaky.raised == [method]
+    retried = [e for e in errors_of(sink) if e.get("code") == "arrival_retried"]
+    assert len(retried) == 1 and "injected" in retried[0]["message"], errors_of(sink)
+    assert (retried[0]["task"], retried[0]["session"]) == ("T1", "S1")
+    # entered after the commit, so with a marker per position
+    assert {p: m.state for p, m in store.markers(result.ledger_id).items()} == {0: "done", 1: "done", 2: "done"}
+    _check_dispatched_once(flaky, rt, result, "T1")
+
+
+@pytest.mark.parametrize("case", ["clear_decisions", "first-run", "record_entry"])
+def test_a_store_failing_inside_an_atomic_arrival_and_again_in_its_entry_leaves_it_for_recover(
+        durable_store: Store, case: str) -> None:
+    """The store fails in the atomic arrival and again in the entry dispatched after the step change's own commit:
+    the step change stands, the entry is incomplete, and `recover` finishes it exactly once."""
+    store = durable_store
+    method, skip = ATOMIC_FAILURES[case]
+    seed(store, "T1")
+    flaky = flaky_mod.FlakyStore(store)
+    rt, sink = make_runtime(flaky)
+    flaky.fail_on(method, times=2, skip=skip)
+    result = within(20, lambda: rt.move("T1", "review", session_id="S1"))
+    flaky.heal()
+    assert flaky.raised == [method, method]
+    assert result.status == "moved" and result.entry is not None and result.ledger_id is not None
+    _check_incomplete_then_recover(flaky, rt, sink, result.entry, "T1", "S1", ledger_id=result.ledger_id)
+
+
+@pytest.mark.parametrize("method", ["unit", "move_task"])
+def test_a_store_failing_before_an_atomic_arrival_wrote_its_step_change_raises_and_changes_nothing(
+        durable_store: Store, method: str) -> None:
+    store = durable_store
+    seed(store, "T1")
+    flaky = flaky_mod.FlakyStore(store)
+    rt, sink = make_runtime(flaky)
+    flaky.fail_on(method)
+    with pytest.raises(StoreError, match="injected"):
+        rt.move("T1", "review", session_id="S1")
+    flaky.heal()
+    state = store.get_task("T1")
+    assert state is not None and state.step_id == "work" and store.ledger("T1") == [] and store.runs() == []
+    assert [r for r in sink.records if r.kind in ("arrival", "entry", "effect")] == []
+    _check_dispatched_once(flaky, rt, rt.move("T1", "review", session_id="S1"), "T1")
+
+
+@pytest.mark.parametrize("atomic", [True, False])
+def test_an_atomic_arrival_commits_the_step_change_with_its_entry(sqlite_path: Path, atomic: bool) -> None:
+    """ADR 0010: while an atomic arrival's entry runs, another connection still sees the task at its old step
+    (nothing has committed), and no per-position marker is written (the entry record stands for them all).
+    With `atomic_arrivals=False` the step change commits first, and each position gets its marker."""
+    store = SqlStore(make_engine(f"sqlite:///{sqlite_path}"), owns_engine=True)
+    seen: list[str] = []
+
+    def queue_runs(args: Any, ctx: ActionContext) -> Any:
+        other = sqlite3.connect(sqlite_path)
+        try:
+            seen.append(other.execute("SELECT step_id FROM interlock_tasks WHERE id = 'T1'").fetchone()[0])
+        finally:
+            other.close()
+        return builtins.queue_run_for_each_participant(args, ctx)
+
+    try:
+        seed(store, "T1")
+        rt, _ = make_runtime(store, {"queue_run_for_each_participant": queue_runs}, transactional=True,
+                             atomic=atomic)
+        result = rt.move("T1", "review", session_id="S1")
+        assert seen == (["work"] if atomic else ["review"])
+        markers = store.markers(result.ledger_id)  # type: ignore[arg-type]
+        assert {p: m.state for p, m in markers.items()} == ({} if atomic else {0: "done", 1: "done", 2: "done"})
+        _check_dispatched_once(store, rt, result, "T1")
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize("method", ["get_task", "operation_applied", "move_task"])
@@ -569,7 +695,7 @@ def test_fire_when_the_store_fails_before_the_move_raises_and_changes_nothing(st
 def test_fire_when_the_store_fails_after_the_move_keeps_the_move(store: Store, method: str) -> None:
     seed(store, "T1")
     flaky = flaky_mod.FlakyStore(store)
-    rt, sink = make_runtime(flaky)
+    rt, sink = make_runtime(flaky, atomic=False)
     flaky.fail_on(method)
     fired = within(20, lambda: rt.fire("on_turn_complete", "T1", session_id="S1", operation_id="tc:T1"))
     flaky.heal()
@@ -612,7 +738,7 @@ def test_sqlite_locked_by_another_writer_mid_entry(sqlite_path: Path) -> None:
     locker = sqlite3.connect(sqlite_path, isolation_level=None, check_same_thread=False)
     try:
         seed(store, "T1")
-        rt, sink = make_runtime(store)
+        rt, sink = make_runtime(store, atomic=False)
         locked: list[bool] = []
 
         def lock_after_the_arrival_commits(record: Any) -> None:
@@ -674,7 +800,8 @@ def test_postgres_connections_killed_during_an_entry_action(pg_store: tuple[SqlS
     store, app = pg_store
     seed(store, "T1")
     executor, kills = _killer(app, builtins.queue_run_for_each_participant)
-    rt, sink = make_runtime(store, {"queue_run_for_each_participant": executor}, transactional=True)
+    rt, sink = make_runtime(store, {"queue_run_for_each_participant": executor}, transactional=True,
+                            atomic=False)
     result = within(30, lambda: rt.move("T1", "review", session_id="S1"))
     assert kills and kills[0] >= 1
     assert result.status == "moved" and result.entry is not None and result.ledger_id is not None
@@ -688,7 +815,8 @@ def test_postgres_connections_killed_during_the_entry_of_a_fired_transition(pg_s
     store, app = pg_store
     seed(store, "T1")
     executor, kills = _killer(app, builtins.queue_run_for_each_participant)
-    rt, sink = make_runtime(store, {"queue_run_for_each_participant": executor}, transactional=True)
+    rt, sink = make_runtime(store, {"queue_run_for_each_participant": executor}, transactional=True,
+                            atomic=False)
     fired = within(30, lambda: rt.fire("on_turn_complete", "T1", session_id="S1", operation_id="tc:T1"))
     assert kills and kills[0] >= 1
     assert fired.result == "dispatched" and fired.arrival is not None and fired.arrival.status == "moved"

@@ -7,6 +7,8 @@ Store-parametrised where the claim is about durable state (markers, restarts, ar
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -217,6 +219,16 @@ class _MoveFailsOnce:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+    @contextlib.contextmanager
+    def unit(self) -> Iterator[Any]:
+        """The runtime may move the task inside a unit (ADR 0010): fail there too."""
+        with self._inner.unit() as tx:
+            inner, self._inner = self._inner, tx
+            try:
+                yield self
+            finally:
+                self._inner = inner
 
     def move_task(self, *args: Any, **kwargs: Any) -> Any:
         if not self.failed:
