@@ -95,7 +95,7 @@ class Arrivals(EntryDispatch):
         dispatched after that commit, as RUNTIME.md §1 describes (the step change is never given up
         for its entry).  Otherwise (host executors at the destination) the entry runs after the commit."""
         step = self._steps.get((to_workflow, to_step)) if dispatch and to_workflow and to_step else None
-        if step is None or not self.atomic_arrivals or not self.store.durable or not self._all_transactional(step):
+        if step is None or not self._atomic or not self._all_transactional(step):
             return write(self.store), None
         pending: list[Pending] = []
         wrote = False
@@ -128,8 +128,14 @@ class Arrivals(EntryDispatch):
         if entered is not None:
             entry: EntryResult | None = self._entered(ledger, entered.step, live, entered.pending, entered.attempted,
                                                       entered.failed)
+        elif not dispatch:
+            entry = None
         else:
-            entry = self._enter(ledger, session_live=live) if dispatch else None
+            step = self._steps.get((ledger.to_workflow_id, ledger.to_step_id))  # type: ignore[arg-type]
+            if step is not None and not step.entry_dispatch:  # the common case of a transition: nothing to enter
+                entry = self._enter_empty(ledger, step, live)
+            else:
+                entry = self._enter(ledger, session_live=live)
         return ArrivalResult("moved", task_id, ledger.from_step_id, ledger.to_step_id, ledger.id, entry)
 
 

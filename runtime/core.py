@@ -9,7 +9,7 @@ import contextlib
 import contextvars
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from .builtins import register_builtins
 from .errors import (
@@ -27,9 +27,6 @@ from .plan import (
 )
 from .records import MESSAGES, Counters, Level, LoguruSink, Record, RecordSink
 from .store import Store, StoreError, TaskState
-
-if TYPE_CHECKING:
-    from .api import Runtime
 
 __all__ = ["Loader"]
 
@@ -115,15 +112,21 @@ class _Core:
         # A durable store writes a step change and an entry whose actions are all store-backed in one
         # transaction (ADR 0010); False keeps RUNTIME.md §1's literal shape: the entry after the commit.
         self.atomic_arrivals = atomic_arrivals
+        self._atomic = atomic_arrivals and bool(getattr(store, "durable", False))
         self.counters = Counters()
         self._workflows = {wf.id: wf for wf in plan.workflows}
         self._steps = {(wf.id, s.id): s for wf in plan.workflows for s in wf.steps}
+        # (workflow, step, trigger) -> the kinds its handler runs through executors (the pre-dispatch walk's list)
+        self._executed_kinds = {(wf.id, s.id, trigger): tuple(a.kind for a in actions if a.action_class != "transition")
+                                for wf in plan.workflows for s in wf.steps for trigger, actions in s.handlers.items()}
         self._step_ids = {wf.id: tuple(s.id for s in wf.steps) for wf in plan.workflows}
         self._triggers = {t.name: t for t in plan.triggers}
         self._kinds = {k.name: k for k in plan.kinds}
         self._sequences = {s.name: s for s in plan.sequences}
         self._records = {r.name: r.fields for r in plan.records}
         self._entry_trigger = plan.entry_policy.trigger
+        # triggers whose empty payload needs no check (the kanban-era ones): `fire` skips `_check_payload`
+        self._paramless = frozenset(t.name for t in plan.triggers if not t.params and t.name != self._entry_trigger)
 
     # ---- records -------------------------------------------------------------------------------
     def emit(self, kind: str, level: Level = "info", message: str | None = None, /, **fields: Any) -> None:
@@ -167,7 +170,7 @@ class _Core:
         # positional: ActionContext's field order (kind, task, workflow_id, step_id, trigger, position,
         # idempotency_key, entry_id, operation_id, session_id, payload, store, runtime, directory, workflow_steps)
         return ActionContext(action.kind, task, workflow_id, step_id, trigger, action.position, key, entry_id,
-                             operation_id, session_id, payload or {}, store, cast("Runtime", self), self.directory,
+                             operation_id, session_id, payload or {}, store, self, self.directory,  # type: ignore[arg-type]
                              self._step_ids.get(workflow_id, (step_id,)))
 
     def _record_failure(self, failure: _Failure, task_id: str, session_id: str | None, kind: str) -> None:
@@ -197,6 +200,11 @@ class _Core:
             raise _Failure(f"{type(exc).__name__}: {exc}", panic=True) from None
         if result is None:
             return ()
+        return self._effects(result)
+
+    @staticmethod
+    def _effects(result: Any) -> list[Effect]:
+        """An executor's return value as effect dicts (`_Failure` if it is something else)."""
         if not isinstance(result, (list, tuple)) or not all(isinstance(e, Mapping) for e in result):
             raise _Failure(f"executor returned {type(result).__name__}, expected a list of effect dicts or None")
         return [dict(e) for e in result]

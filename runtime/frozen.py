@@ -3,9 +3,10 @@
 A frozen dataclass's generated `__init__` stores each field through `object.__setattr__`
 (about 0.1 µs a field).  The runtime builds several such records per call (ledger rows,
 entry records, contexts, results), so `fast_init` replaces it with one that stores the
-whole instance dict in one step.  Everything else the dataclass generated stays: the
+fields straight into the instance dict (no `__setattr__`; the dict keeps sharing its keys with the
+class's other instances).  Everything else the dataclass generated stays: the
 signature (defaults, default factories, keyword-only fields), `__eq__`, `__hash__`,
-`__repr__`, `dataclasses.replace`, immutability after construction (ADR 0010).
+`__repr__`, `dataclasses.replace`, immutability after construction (ADR 0011).
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ def fast_init(cls: type[T]) -> type[T]:
     if "__slots__" in cls.__dict__ or hasattr(cls, "__post_init__"):
         raise TypeError(f"fast_init: {cls.__name__} has slots or a __post_init__")
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-    if any(not f.init for f in fields):
+    if any(not f.init or f.name in ("self", "_fast_d") for f in fields):
         raise TypeError(f"fast_init: {cls.__name__} has a field outside __init__")
-    names: dict[str, Any] = {"_set": object.__setattr__, "_NO_DEFAULT": _NO_DEFAULT}
+    names: dict[str, Any] = {"_NO_DEFAULT": _NO_DEFAULT}
     positional: list[str] = []
     keyword: list[str] = []
     values: list[str] = []
@@ -49,7 +50,8 @@ def fast_init(cls: type[T]) -> type[T]:
         (keyword if f.kw_only else positional).append(param)
         values.append(f"{f.name!r}: {value}")
     signature = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
-    source = f"def __init__({signature}) -> None:\n    _set(self, '__dict__', {{{', '.join(values)}}})\n"
+    body = "".join(f"\n    _fast_d[{v.split(':', 1)[0]}] ={v.split(':', 1)[1]}" for v in values)
+    source = f"def __init__({signature}) -> None:\n    _fast_d = self.__dict__{body}\n"
     exec(source, names)  # generated from the dataclass's own field names, as `dataclasses` does
     init = names["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"

@@ -83,6 +83,13 @@ class LoguruSink:
         logger.bind(record=record.kind, **fields).log(self._LEVELS[record.level], record.message)
 
 
+class _Shard(threading.local):
+    """One thread's counters (attributes set by `Counters._register`)."""
+
+    values: Counter[str]
+    skips: Counter[str]
+
+
 class Counters:
     """Monotonic counters, readable at any time through `snapshot()`.
 
@@ -92,12 +99,12 @@ class Counters:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._local = threading.local()
+        self._local: _Shard = _Shard()
         self._shards: list[tuple[threading.Thread, Counter[str], Counter[str]]] = []
         self._retired: Counter[str] = Counter()
         self._retired_skips: Counter[str] = Counter()
 
-    def _register(self) -> tuple[Counter[str], Counter[str]]:
+    def _register(self) -> _Shard:
         values: Counter[str] = Counter()
         skips: Counter[str] = Counter()
         with self._lock:
@@ -110,22 +117,21 @@ class Counters:
                     self._retired_skips.update(s)
             live.append((threading.current_thread(), values, skips))
             self._shards = live
-        self._local.shard = (values, skips)
-        return values, skips
+        shard: _Shard = self._local
+        shard.values, shard.skips = values, skips
+        return shard
 
     def add(self, name: str, n: int = 1) -> None:
         try:
-            values = self._local.shard[0]
+            self._local.values[name] += n
         except AttributeError:
-            values = self._register()[0]
-        values[name] += n
+            self._register().values[name] += n
 
     def skip(self, guard: str) -> None:
         try:
-            skips = self._local.shard[1]
+            self._local.skips[guard] += 1
         except AttributeError:
-            skips = self._register()[1]
-        skips[guard] += 1
+            self._register().skips[guard] += 1
 
     @property
     def values(self) -> Counter[str]:

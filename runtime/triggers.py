@@ -22,7 +22,7 @@ from .plan import PlanAction, value_problem
 from .quorum import evaluate as evaluate_quorum
 from .records import MESSAGES, Level
 from .results import ArrivalResult, FireResult
-from .store import StoreError, TaskState
+from .store import MoveResult, Store, StoreError, TaskState
 
 __all__ = ["TriggerDispatch"]
 
@@ -76,7 +76,7 @@ class TriggerDispatch(Arrivals):
               operation_id: str | None, outcome_label: Mapping[str, Any] | None,
               task: TaskState | None = None) -> FireResult:
         """`outcome_label` names the outcome record's source (`{"sequence": …}`; None: this trigger)."""
-        payload = self._check_payload(trigger, payload)
+        payload = {} if not payload and trigger in self._paramless else self._check_payload(trigger, payload)
         if task is None:
             task = self.store.get_task(task_id)
             if task is None:
@@ -87,9 +87,9 @@ class TriggerDispatch(Arrivals):
         step = self._steps.get((wf_id, step_id)) or self.step(wf_id, step_id)
         actions = step.handlers.get(trigger, ())
         registered = self.executors.entries
-        for action in actions:  # the pre-dispatch walk: warns even on an idempotent replay
-            if action.action_class != "transition" and action.kind not in registered:
-                self._warn_missing(wf_id, step_id, action.kind, task.id, session_id)
+        for kind in self._executed_kinds.get((wf_id, step_id, trigger), ()):  # the pre-dispatch walk: warns even
+            if kind not in registered:                                         # on an idempotent replay
+                self._warn_missing(wf_id, step_id, kind, task.id, session_id)
         if operation_id and self.store.operation_applied(operation_id):
             self.counters.add("idempotent")
             self.counters.add("redeliveries_discarded")
@@ -121,6 +121,9 @@ class TriggerDispatch(Arrivals):
                 if executor.transactional:
                     with self.store.unit() as tx:
                         effects = executor.fn(action.args, replace(ctx, store=tx)) or ()
+                elif self.executor_timeout is None:  # called in place; its exceptions are handled below
+                    returned = executor.fn(action.args, ctx)
+                    effects = () if returned is None else self._effects(returned)
                 else:
                     effects = self._call(executor.fn, action.args, ctx)
             except (_Failure, ActionFailed, StoreError, Exception) as exc:
@@ -146,12 +149,15 @@ class TriggerDispatch(Arrivals):
         arrival = None
         if target is not None and target != step_id:
             task_id = task.id
-            result, entered = self._write_arrival(
-                lambda store: store.move_task(task_id, wf_id, target, route="engine_transition",
-                                              actor_kind="agent" if session_id else "system", actor_id=session_id,
-                                              session_id=session_id, expected_step_id=step_id,
-                                              operation_id=operation_id, operation_trigger=trigger),
-                wf_id, target, task_id, session_id)
+
+            def write(store: Store) -> MoveResult:
+                return store.move_task(task_id, wf_id, target, route="engine_transition",
+                                       actor_kind="agent" if session_id else "system", actor_id=session_id,
+                                       session_id=session_id, expected_step_id=step_id, operation_id=operation_id,
+                                       operation_trigger=trigger)
+
+            result, entered = self._write_arrival(write, wf_id, target, task_id, session_id) if self._atomic else \
+                (write(self.store), None)
             if result.status == "moved":
                 self.counters.add("transitions")
                 arrival = self._after_move(result.ledger, task_id, step_id, session_id, entered=entered)

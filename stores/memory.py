@@ -47,7 +47,6 @@ from ._common import (
     exists_error,
     failed_text,
     failed_value,
-    is_arrival,
     no_ledger_row_error,
     payload_text,
     payload_value,
@@ -181,8 +180,11 @@ class MemoryStore:
             if from_wf != to_wf or from_step != to_step:
                 moved = TaskState(task_id, to_wf, to_step, task.description, task.is_from_office,
                                   task.is_ephemeral, task.archived)
-                self._put(self._tasks, task_id, moved)
-                if is_arrival(from_wf, from_step, to_wf, to_step):
+                if self._undo is None:
+                    self._tasks[task_id] = moved
+                else:
+                    self._put(self._tasks, task_id, moved)
+                if from_step is not None or to_step is not None:  # is_arrival, given that something changed
                     row = self._write_ledger(task_id, from_wf, from_step, to_wf, to_step, route,
                                              actor_kind, actor_id, session_id)
                 task = moved
