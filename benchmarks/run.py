@@ -217,7 +217,7 @@ def import_costs(cli_args: list[str], top: int = 15) -> str:
     name="check-startup",
     description=f"whole process `interlock check {CHECK_EXAMPLE}` vs `python -P -c 'import lark, pydantic'`",
     ratio_meaning="check time / reference time (lower is better)",
-    targets=(Target("<=", 3.0, issue=2), Target("<=", 2.0, issue=4, enforced=False)),
+    targets=(Target("<=", 2.0, issue=4),),  # issue 2 asked for <= 3.0
     profile=_profile_check_startup,
 )
 def check_startup(opts: Options) -> Measurement:
@@ -644,7 +644,7 @@ def flat_profile(fn: Callable[[], object], top: int = PROFILE_FLAT_LINES) -> str
     description=f"compile_source of a generated {COMPILE_LINES:,}-line .wf (full pipeline incl. plan) vs Lark "
                 "LALR parse with positions",
     ratio_meaning="our speed / Lark's speed = Lark time / our time (higher is better)",
-    targets=(Target(">=", 0.5, issue=2), Target(">=", 0.7, issue=4, enforced=False)),
+    targets=(Target(">=", 0.7, issue=4),),  # issue 2 asked for >= 0.5
     profile=_profile_compile,
 )
 def compile_20k(opts: Options) -> Measurement:

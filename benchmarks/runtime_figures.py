@@ -20,7 +20,7 @@ figure warms up both sides untimed first.  Progress goes to stderr.
 Figures
 -------
 - `sqlite-arrivals`: `rt.move(task, other_step)` with entry dispatch (a ledger row, an entry
-  record, a marker and one queued run per arrival) on a SQLite *file* store, vs a raw
+  record and one queued run per arrival, one transaction: ADR 0010) on a SQLite *file* store, vs a raw
   `sqlite3` INSERT of a ledger-shaped row + COMMIT per row.  Both sides: `journal_mode=WAL`,
   `synchronous=NORMAL` (what `stores.engine.make_engine` sets on every file database).
   Target ≥ 0.25x.
@@ -30,7 +30,7 @@ Figures
   Ratio = 4-process rate / 1-process rate, target ≥ 1.5x.  Runs in a private schema
   (dropped afterwards) of `INTERLOCK_TEST_PG_URL` (default the local `test` database) with
   the server's own `synchronous_commit` unless `INTERLOCK_BENCH_PG_SYNC=off`.  Afterwards
-  every ledger row is checked: exactly one entry record, one done marker and one queued
+  every ledger row is checked: exactly one entry record, no marker (ADR 0010) and one queued
   run per arrival, and each task's rows form an unbroken chain (no duplicate, none lost).
   Read it with the machine's load in mind: the clients are CPU-bound (about 0.8 ms of
   client CPU per arrival, most of it in the driver and socket round trips), so on a
@@ -195,9 +195,10 @@ class RawSqlite:
 
 
 class SqlFloor:
-    """Context, not judged: the statements one arrival costs in the store (move transaction, entry transaction
-    with its reads, savepoint, marker, run and entry record), replayed through raw sqlite3 on the interlock
-    schema in a tight loop: what a store with no Python overhead at all would reach."""
+    """Context, not judged: the statements one arrival costs in the store (the runtime's look at the task, then one
+    transaction: the task row, the step change, the ledger row, a savepoint around the queued run, the entry
+    record; ADR 0010), replayed through raw sqlite3 on the interlock schema in a tight loop: what a store with no
+    Python overhead at all would reach."""
 
     def __init__(self, path: Path) -> None:
         import sqlite3
@@ -227,17 +228,10 @@ class SqlFloor:
                 "task_id": "T", "from_workflow_id": "w", "from_step_id": at, "to_workflow_id": "w", "to_step_id": to,
                 "route": "manual_move", "actor_kind": "human", "actor_id": None, "session_id": None,
                 "now": now}).fetchone()[0]
-            c.execute("COMMIT")
-            c.execute("BEGIN IMMEDIATE")
-            c.execute(q.Q_ENTRY, {"id": ledger}).fetchone()
-            c.execute(q.Q_TASK, {"id": "T"}).fetchone()
-            c.execute(q.Q_MARKERS, {"id": ledger}).fetchall()
             c.execute("SAVEPOINT s")
-            c.execute(q.I_MARKER, {"entry_id": ledger, "position": 0, "kind": "queue_run", "now": now})
             c.execute(q.I_RUN, {"key": f"entry:{ledger}:0:{to}:T:primary:0123456789abcdef", "task_id": "T",
                                 "step_id": to, "agent": "primary", "reason": "x", "payload": "{}", "entry_id": ledger,
                                 "operation_id": None, "now": now})
-            c.execute(q.U_MARKER, {"entry_id": ledger, "position": 0, "state": "done", "error": None, "now": now})
             c.execute("RELEASE SAVEPOINT s")
             c.execute(q.I_ENTRY, {"entry_id": ledger, "task_id": "T", "workflow_id": "w", "step_id": to,
                                   "attempted": '["queue_run"]', "failed": "[]", "now": now})
@@ -408,7 +402,7 @@ class PgPool:
 
 
 def _pg_verify(url: str, arrivals: int, creations: int) -> dict[str, Any]:
-    """Every ledger row has exactly one entry record, one done marker and one run; chains are unbroken."""
+    """Every ledger row has exactly one entry record (and no marker: ADR 0010) and one run; chains are unbroken."""
     import sqlalchemy as sa
 
     from interlock.stores.engine import make_engine
@@ -425,7 +419,7 @@ def _pg_verify(url: str, arrivals: int, creations: int) -> dict[str, Any]:
                                  "ON t.id = e.entry_id WHERE t.id IS NULL")
             unrecorded = one("SELECT count(*) FROM interlock_step_transitions t LEFT JOIN interlock_entries e "
                              "ON e.entry_id = t.id WHERE e.entry_id IS NULL")
-            markers = one("SELECT count(*) FROM interlock_entry_markers WHERE state = 'done'")
+            markers = one("SELECT count(*) FROM interlock_entry_markers")
             runs = one("SELECT count(*) FROM interlock_runs")
             runs_per_entry = one("SELECT count(*) FROM (SELECT entry_id FROM interlock_runs GROUP BY entry_id "
                                  "HAVING count(*) <> 1) x")
@@ -439,10 +433,11 @@ def _pg_verify(url: str, arrivals: int, creations: int) -> dict[str, Any]:
     finally:
         engine.dispose()
     expected = arrivals + creations
-    ok = (ledger == entries == markers == runs == expected and not orphan_entries and not unrecorded
+    # markers: none, since each arrival commits with its entry (ADR 0010: the entry record stands for them)
+    ok = (ledger == entries == runs == expected and markers == 0 and not orphan_entries and not unrecorded
           and not runs_per_entry and not broken and not tasks_off)
     return {"ok": ok, "ledger_rows": ledger, "expected_rows": expected, "entry_records": entries,
-            "done_markers": markers, "runs": runs, "unrecorded": unrecorded, "entries_without_row": orphan_entries,
+            "markers": markers, "runs": runs, "unrecorded": unrecorded, "entries_without_row": orphan_entries,
             "entries_with_runs_not_1": runs_per_entry, "broken_chain_links": broken, "tasks_not_at_last_row": tasks_off}
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from .core import _Redelivered
 from .entry import EntryDispatch, Pending
 from .errors import (
     RuntimeFault,
@@ -98,7 +97,8 @@ class Arrivals(EntryDispatch):
         if step is None or not self._atomic or not self._all_transactional(step):
             return write(self.store), None
         pending: list[Pending] = []
-        wrote = False
+        wrote = committing = False
+        result: MoveResult | None = None
         try:
             with self.store.unit() as tx:
                 result = write(tx)
@@ -107,14 +107,26 @@ class Arrivals(EntryDispatch):
                 if result.status != "moved" or row is None or row.to_step_id is None or result.task is None:
                     return result, None
                 attempted, failed = self._entry_in(tx, row, result.task, step, None, pending)
-        except (StoreError, _Redelivered) as exc:  # a fresh row cannot have a record: treat it as a store fault
+                committing = True
+        except Exception as exc:  # a fresh row cannot have a record (`_Redelivered`): a store fault too
             if not wrote:
                 raise
+            if committing and isinstance(exc, StoreError):
+                # The commit itself failed: on PostgreSQL a connection lost during COMMIT leaves the outcome
+                # unknown.  The ledger row says: if it is there with its entry record, all of it committed.
+                assert result is not None and result.ledger is not None
+                if self._committed(result.ledger):
+                    return result, Entered(step, pending, attempted, failed)
             self.emit("error", "error", "arrival transaction failed: the step change is written on its own and "
                       "its entry dispatched after the commit", code="arrival_retried", task=task_id,
                       session=session_id, message=str(exc) or type(exc).__name__)
             return write(self.store), None
         return result, Entered(step, pending, attempted, failed)
+
+    def _committed(self, row: LedgerRow) -> bool:
+        """Whether an arrival whose COMMIT reported a failure committed after all (its ledger row and entry record
+        are there).  A store still failing leaves the outcome unknown: `StoreError` to the caller."""
+        return self.store.ledger_row(row.id) == row and self.store.entry_record(row.id) is not None
 
     def _after_move(self, ledger: LedgerRow | None, task_id: str, from_step: str | None, session_id: str | None,
                     *, dispatch: bool = True, entered: Entered | None = None) -> ArrivalResult:

@@ -9,10 +9,9 @@ the action's configuration; a run whose key exists is not queued again.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .errors import ActionFailed
@@ -30,25 +29,27 @@ def _store(ctx: ActionContext) -> Store:
     return ctx.store
 
 
-_DIGESTS: dict[tuple[str, int], tuple[Mapping[str, Any], dict[str, Any], str]] = {}
-_DIGESTS_MAX = 4096
-
-
 def _digest(kind: str, args: Mapping[str, Any]) -> str:
-    """A digest of an action's configuration.
-
-    The plan's argument mappings live as long as the plan, so the digest is remembered per mapping object:
-    the entry pins the object (its id cannot be reused meanwhile) and keeps a copy, so a mapping changed
-    since is digested afresh."""
-    cached = _DIGESTS.get((kind, id(args)))
-    if cached is not None and cached[0] is args and cached[1] == args:
-        return cached[2]
     body = json.dumps({"kind": kind, **args}, sort_keys=True, separators=(",", ":"), default=str)
-    digest = hashlib.sha256(body.encode()).hexdigest()[:16]
-    if len(_DIGESTS) >= _DIGESTS_MAX:
-        _DIGESTS.clear()
-    _DIGESTS[(kind, id(args))] = (args, copy.deepcopy(dict(args)), digest)
-    return digest
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def config_digests(actions: Iterable[Any]) -> dict[tuple[str, int], tuple[Mapping[str, Any], str]]:
+    """The run-key digests of a plan's queueing actions, computed once: (kind, id of the plan's argument mapping)
+    -> (that mapping, its digest).  The mapping is kept, so its id stays its own while the table lives."""
+    return {(a.kind, id(a.args)): (a.args, _digest(a.kind, a.args)) for a in actions
+            if a.kind in ("queue_run", "queue_run_for_each_participant")}
+
+
+def _config_digest(ctx: ActionContext, args: Mapping[str, Any]) -> str:
+    """The digest of an action's configuration: the runtime's precomputed one for its plan's own argument
+    mappings (a plan is immutable), computed afresh for any other mapping."""
+    known = getattr(ctx.runtime, "config_digests", None)
+    if known is not None:
+        hit = known.get((ctx.kind, id(args)))
+        if hit is not None and hit[0] is args:
+            return str(hit[1])
+    return _digest(ctx.kind, args)
 
 
 def run_key(ctx: ActionContext, task_id: str, step_id: str, agent: str, args: Mapping[str, Any]) -> str | None:
@@ -59,7 +60,7 @@ def run_key(ctx: ActionContext, task_id: str, step_id: str, agent: str, args: Ma
         ident = ctx.operation_id
     else:
         return None
-    return f"{ident}:{step_id}:{task_id}:{agent}:{_digest(ctx.kind, args)}"
+    return f"{ident}:{step_id}:{task_id}:{agent}:{_config_digest(ctx, args)}"
 
 
 def merged_participants(store: Store, task_id: str, step_id: str) -> list[Participant]:

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .builtins import register_builtins
+from .builtins import config_digests, register_builtins
 from .errors import (
     ActionFailed,
     UnknownStepError,
@@ -126,6 +126,8 @@ class _Core:
         self._records = {r.name: r.fields for r in plan.records}
         self._entry_trigger = plan.entry_policy.trigger
         # triggers whose empty payload needs no check (the kanban-era ones): `fire` skips `_check_payload`
+        self.config_digests = config_digests(a for wf in plan.workflows for s in wf.steps
+                                             for a in (*s.entry_dispatch, *(x for h in s.handlers.values() for x in h)))
         self._paramless = frozenset(t.name for t in plan.triggers if not t.params and t.name != self._entry_trigger)
 
     # ---- records -------------------------------------------------------------------------------

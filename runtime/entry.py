@@ -25,7 +25,8 @@ from .store import EntryRecord, LedgerRow, Marker, Store, StoreError, TaskState
 __all__ = ["EntryDispatch", "Pending"]
 
 Pending = tuple[str, Level, "str | None", dict[str, Any]]
-"""A record held back until its transaction commits: (kind, level, message, fields)."""
+"""A record held back until its transaction commits: (kind, level, message, fields); kind
+`executor_failure` is a count, not a record."""
 
 
 class EntryDispatch(_Core):
@@ -189,6 +190,9 @@ class EntryDispatch(_Core):
             self.emit("inline", "debug", task=row.task_id, step=step.id, kinds=list(step.entry_inline),
                       entry_id=row.id, session=row.session_id)
         for kind, level, message, fields in pending:
+            if kind == "executor_failure":
+                self.counters.add("executor_failures")
+                continue
             if kind == "effect":
                 self.counters.add("effects")
             self.emit(kind, level, message, **fields)
@@ -217,15 +221,20 @@ class EntryDispatch(_Core):
                     return None  # another delivery has it
                 ctx = self._context(action, task, row.to_workflow_id, step.id, self._entry_trigger, entry_id=row.id,
                                     session_id=row.session_id, key=f"entry:{row.id}:{position}:{kind}", store=sp)
-                effects = fn(action.args, ctx) or ()
+                returned = fn(action.args, ctx)
+                effects = () if returned is None else self._effects(returned)  # garbage: a failure, rolled back
                 if marked:
                     sp.finish_marker(row.id, position, "done")
         except StoreError:
             raise
         except Exception as exc:  # ActionFailed: an ordinary failure; anything else: a contained fault
-            panic = not isinstance(exc, ActionFailed)
-            message = f"{type(exc).__name__}: {exc}" if panic else str(exc)
-            self.counters.add("executor_failures")
+            if isinstance(exc, _Failure):
+                panic, message = exc.panic, exc.message
+            else:
+                panic = not isinstance(exc, ActionFailed)
+                message = f"{type(exc).__name__}: {exc}" if panic else str(exc)
+            # counted once the transaction commits (a rolled-back try is not a failure of the entry)
+            pending.append(("executor_failure", "silent", None, {}))
             if panic:
                 pending.append(("error", "error", None, {"task": task.id, "session": row.session_id, "kind": kind,
                                                          "message": message}))

@@ -25,13 +25,18 @@ _NO_DEFAULT = object()
 def fast_init(cls: type[T]) -> type[T]:
     """Replace a frozen, dict-backed dataclass's `__init__` by one that stores all fields at once."""
     params = getattr(cls, "__dataclass_params__", None)
-    if params is None or not params.frozen:
-        raise TypeError(f"fast_init: {cls.__name__} is not a frozen dataclass")
+    if params is None or not params.frozen or not params.init:
+        raise TypeError(f"fast_init: {cls.__name__} is not a frozen dataclass with a generated __init__")
     if "__slots__" in cls.__dict__ or hasattr(cls, "__post_init__"):
         raise TypeError(f"fast_init: {cls.__name__} has slots or a __post_init__")
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-    if any(not f.init or f.name in ("self", "_fast_d") for f in fields):
-        raise TypeError(f"fast_init: {cls.__name__} has a field outside __init__")
+    original = cls.__init__
+    given = list(inspect.signature(original).parameters)[1:]
+    if any(not f.init for f in fields) or given != [f.name for f in fields]:  # InitVar, a field outside __init__
+        raise TypeError(f"fast_init: {cls.__name__}'s __init__ takes other parameters than its fields")
+    reserved = [f.name for f in fields if f.name in ("self", "_fast_d", "_NO_DEFAULT") or f.name[:3] in ("_d_", "_f_")]
+    if reserved:
+        raise TypeError(f"fast_init: {cls.__name__} has fields named like the generated code's own names: {reserved}")
     names: dict[str, Any] = {"_NO_DEFAULT": _NO_DEFAULT}
     positional: list[str] = []
     keyword: list[str] = []
@@ -56,7 +61,6 @@ def fast_init(cls: type[T]) -> type[T]:
     init = names["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__
-    original = cls.__init__
     init.__doc__ = original.__doc__
     init.__annotations__ = dict(original.__annotations__)
     init.__signature__ = inspect.signature(original)  # defaults shown as the dataclass shows them

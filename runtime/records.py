@@ -135,23 +135,24 @@ class Counters:
 
     @property
     def values(self) -> Counter[str]:
-        """Every counter, summed over the threads."""
-        return self._sum(1)
+        """Every counter, summed over the threads (a copy)."""
+        return self._sums()[0]
 
     @property
     def guard_skips(self) -> Counter[str]:
-        """Quorum guard skips by reason, summed over the threads."""
-        return self._sum(2)
+        """Quorum guard skips by reason, summed over the threads (a copy)."""
+        return self._sums()[1]
 
-    def _sum(self, which: int) -> Counter[str]:
+    def _sums(self) -> tuple[Counter[str], Counter[str]]:
         with self._lock:
-            total = Counter(self._retired if which == 1 else self._retired_skips)
-            for _thread, values, skips in self._shards:
-                total.update(dict(values if which == 1 else skips))  # dict() copies in one step under the GIL
-        return total
+            values, skips = Counter(self._retired), Counter(self._retired_skips)
+            for _thread, shard_values, shard_skips in self._shards:
+                values.update(dict(shard_values))  # dict() copies in one step under the GIL
+                skips.update(dict(shard_skips))
+        return values, skips
 
     def snapshot(self) -> dict[str, Any]:
-        values, skips = self.values, self.guard_skips
+        values, skips = self._sums()
         names = ("arrivals", "entries_dispatched", "redeliveries_discarded", "effects", "executor_failures",
                  "missing_executors", "dispatches", "idempotent", "transitions")
         snap: dict[str, Any] = {n: values.get(n, 0) for n in names}

@@ -22,7 +22,7 @@ from .plan import PlanAction, value_problem
 from .quorum import evaluate as evaluate_quorum
 from .records import MESSAGES, Level
 from .results import ArrivalResult, FireResult
-from .store import MoveResult, Store, StoreError, TaskState
+from .store import StoreError, TaskState
 
 __all__ = ["TriggerDispatch"]
 
@@ -149,15 +149,19 @@ class TriggerDispatch(Arrivals):
         arrival = None
         if target is not None and target != step_id:
             task_id = task.id
-
-            def write(store: Store) -> MoveResult:
-                return store.move_task(task_id, wf_id, target, route="engine_transition",
-                                       actor_kind="agent" if session_id else "system", actor_id=session_id,
-                                       session_id=session_id, expected_step_id=step_id, operation_id=operation_id,
-                                       operation_trigger=trigger)
-
-            result, entered = self._write_arrival(write, wf_id, target, task_id, session_id) if self._atomic else \
-                (write(self.store), None)
+            actor_kind = "agent" if session_id else "system"
+            entered = None
+            if self._atomic:
+                result, entered = self._write_arrival(
+                    lambda store: store.move_task(task_id, wf_id, target, route="engine_transition",
+                                                  actor_kind=actor_kind, actor_id=session_id, session_id=session_id,
+                                                  expected_step_id=step_id, operation_id=operation_id,
+                                                  operation_trigger=trigger),
+                    wf_id, target, task_id, session_id)
+            else:  # the same write, without a closure (the in-memory store's hot path)
+                result = self.store.move_task(task_id, wf_id, target, route="engine_transition", actor_kind=actor_kind,
+                                              actor_id=session_id, session_id=session_id, expected_step_id=step_id,
+                                              operation_id=operation_id, operation_trigger=trigger)
             if result.status == "moved":
                 self.counters.add("transitions")
                 arrival = self._after_move(result.ledger, task_id, step_id, session_id, entered=entered)

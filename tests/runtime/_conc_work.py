@@ -83,7 +83,7 @@ def deliver(rt: Runtime, store: Store, sink: ListSink, tasks: int, cas_tasks: in
             phase: Callable[[], None]) -> dict[str, Any]:
     """One racer's deliveries (see the module docstring); `phase()` waits for the other racers."""
     out: dict[str, Any] = {"events": 0, "fires": Counter(), "moved": [], "entry_results": Counter(),
-                           "decisions": [], "cas": {}, "plain": {}}
+                           "decisions": [], "cas": {}, "plain": {}, "atomic": rt.atomic_arrivals}
     phase()
     for task in task_ids(tasks):
         comment = rt.fire("on_comment", task, session_id=f"S-{task}", operation_id=f"comment:{task}",

@@ -8,6 +8,7 @@ the review step has two template reviewer seats, so a completed review entry que
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import shutil
@@ -25,6 +26,7 @@ import pytest
 from interlock.runtime import builtins
 from interlock.runtime.api import Runtime
 from interlock.runtime.errors import (
+    ActionFailed,
     PayloadError,
     RuntimeFault,
     UnknownStepError,
@@ -641,6 +643,127 @@ def test_a_store_failing_before_an_atomic_arrival_wrote_its_step_change_raises_a
     assert state is not None and state.step_id == "work" and store.ledger("T1") == [] and store.runs() == []
     assert [r for r in sink.records if r.kind in ("arrival", "entry", "effect")] == []
     _check_dispatched_once(flaky, rt, rt.move("T1", "review", session_id="S1"), "T1")
+
+
+class _CommitFails:
+    """A store whose next transaction reports a failed COMMIT (what a connection lost during COMMIT looks like):
+    `committed` says whether the transaction really committed before the error."""
+
+    def __init__(self, inner: Store, *, committed: bool) -> None:
+        self._inner = inner
+        self._committed = committed
+        self.armed = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    @contextlib.contextmanager
+    def unit(self) -> Iterator[Store]:
+        if not self.armed:
+            with self._inner.unit() as tx:
+                yield tx
+            return
+        self.armed = False
+
+        class _Undo(Exception):
+            pass
+
+        try:
+            with self._inner.unit() as tx:
+                yield tx
+                if not self._committed:
+                    raise _Undo
+        except _Undo:
+            pass
+        raise StoreError("the connection was lost during COMMIT (injected)")
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_an_atomic_arrival_whose_commit_reports_a_failure(durable_store: Store, committed: bool) -> None:
+    """A COMMIT that fails may have committed (PostgreSQL, connection lost): the runtime looks.  Committed: the
+    arrival is reported as it happened (moved, entry dispatched, its records and counters), nothing is written
+    again.  Not committed: the step change is written on its own and the entry dispatched after it."""
+    store = durable_store
+    seed(store, "T1")
+    wrapped = _CommitFails(store, committed=committed)
+    rt, sink = make_runtime(cast(Store, wrapped))
+    result = rt.move("T1", "review", session_id="S1")
+    assert not wrapped.armed
+    retried = [e for e in errors_of(sink) if e.get("code") == "arrival_retried"]
+    assert len(retried) == (0 if committed else 1), errors_of(sink)
+    assert [r.kind for r in sink.records if r.kind in ("arrival", "entry")] == ["arrival", "entry"]
+    effects = [r for r in sink.records if r.kind == "effect"]
+    # clear_decisions and the two queued runs, once each (the template seats leave ensure_seats nothing to do)
+    assert [e.fields["kind"] for e in effects] == ["clear_decisions", *["queue_run_for_each_participant"] * 2]
+    snap = rt.counters.snapshot()
+    assert (snap["arrivals"], snap["entries_dispatched"], snap["effects"]) == (1, 1, 3)
+    markers = store.markers(result.ledger_id)  # type: ignore[arg-type]
+    assert (markers == {}) == committed  # committed: in its arrival's transaction; else entered after the commit
+    _check_dispatched_once(store, rt, result, "T1")
+
+
+def test_an_atomic_entry_action_returning_garbage_is_a_failure_and_the_step_change_stands(
+        durable_store: Store) -> None:
+    store = durable_store
+    seed(store, "T1")
+    rt, sink = make_runtime(store, {"clear_decisions": lambda args, ctx: 5}, transactional=True)
+    result = rt.move("T1", "review", session_id="S1")
+    assert result.status == "moved" and result.entry is not None and result.entry.status == "dispatched"
+    assert result.entry.failed == (("clear_decisions", "executor returned int, expected a list of effect dicts or "
+                                    "None"),)
+    state = store.get_task("T1")
+    assert state is not None and state.step_id == "review"
+    assert sorted(r.agent for r in store.runs("T1")) == list(REVIEWERS)  # the rest ran
+    assert rt.counters.snapshot()["executor_failures"] == 1
+    assert [e for e in errors_of(sink) if e.get("code") == "arrival_retried"] == []
+
+
+def test_a_failure_in_a_rolled_back_atomic_arrival_is_counted_once(durable_store: Store) -> None:
+    """An entry action fails, then the arrival's transaction fails and is retried: one failure, counted once."""
+    store = durable_store
+    seed(store, "T1")
+
+    def refuse(args: Any, ctx: ActionContext) -> Any:
+        raise ActionFailed("not now")
+
+    flaky = flaky_mod.FlakyStore(store)
+    rt, sink = make_runtime(flaky, {"clear_decisions": refuse}, transactional=True)
+    flaky.fail_on("record_entry")
+    result = rt.move("T1", "review", session_id="S1")
+    flaky.heal()
+    assert flaky.raised == ["record_entry"]
+    assert result.entry is not None and result.entry.failed == (("clear_decisions", "not now"),)
+    assert rt.counters.snapshot()["executor_failures"] == 1
+    assert len([e for e in errors_of(sink) if e.get("code") == "arrival_retried"]) == 1
+
+
+def _script(rt: Runtime) -> list[Any]:
+    return [rt.create_task("N1", WF), rt.move("T1", "review", session_id="S1"),
+            rt.record_decision("T1", agent="rev-a", role="reviewer", verdict="approved"),
+            rt.record_decision("T1", agent="rev-b", role="reviewer", verdict="approved"),
+            rt.fire("on_turn_complete", "T2", session_id="S2", operation_id="tc:T2"),
+            rt.move("T2", "work", session_id="S2"), rt.switch_workflow("N1", WF, "review")]
+
+
+def test_both_arrival_shapes_give_the_same_results_records_and_counters(tmp_path: Path) -> None:
+    """`atomic_arrivals` changes how many transactions an arrival takes, not what a host sees."""
+    seen = []
+    for atomic in (True, False):
+        store = open_store(f"sqlite:///{tmp_path / f'shape-{atomic}.db'}")
+        try:
+            seed(store, "T1", "T2")
+            rt, sink = make_runtime(store, atomic=atomic)
+            results = _script(rt)
+            records = [(r.kind, r.level, r.message, dict(r.fields)) for r in sink.records]
+            seen.append((results, records, rt.counters.snapshot(), store.runs(), store.ledger()))
+        finally:
+            store.close()  # type: ignore[attr-defined]
+    assert seen[0][0] == seen[1][0]
+    assert seen[0][1] == seen[1][1]
+    assert seen[0][2] == seen[1][2]
+    assert [(r.key, r.agent, r.entry_id) for r in seen[0][3]] == [(r.key, r.agent, r.entry_id) for r in seen[1][3]]
+    assert seen[0][4] == seen[1][4]
+    assert any(r[0] == "entry" for r in seen[0][1]) and any(r[0] == "effect" for r in seen[0][1])
 
 
 @pytest.mark.parametrize("atomic", [True, False])

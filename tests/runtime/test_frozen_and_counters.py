@@ -73,9 +73,31 @@ def test_fast_init_refuses_classes_it_cannot_speed_up() -> None:
         def __post_init__(self) -> None:
             pass
 
-    for cls in (Mutable, Checked):
+    @dataclass(frozen=True, init=False)
+    class OwnInit:
+        x: int
+
+        def __init__(self, x: int) -> None:
+            object.__setattr__(self, "x", x * 2)
+
+    @dataclass(frozen=True)
+    class WithInitVar:
+        x: int
+        scale: dataclasses.InitVar[int] = 1
+
+    @dataclass(frozen=True)
+    class Clashing:
+        _NO_DEFAULT: int = 0
+        c: list[int] = field(default_factory=list)
+
+    @dataclass(frozen=True)
+    class Prefixed:
+        _f_c: int = 0
+
+    for cls in (Mutable, Checked, OwnInit, WithInitVar, Clashing, Prefixed):
         with pytest.raises(TypeError, match="fast_init"):
             fast_init(cls)
+    assert OwnInit(3).x == 6  # a refused class keeps its own __init__
 
 
 @given(st.integers(), st.text(), st.lists(st.integers()), st.integers())
@@ -121,3 +143,18 @@ def test_counters_fold_the_shards_of_dead_threads() -> None:
     counters.add("effects")  # this thread registers: the dead threads' shards are folded
     assert counters.snapshot()["effects"] == 201
     assert len(counters._shards) <= 2  # this thread's, and at most one not yet seen dead
+
+
+def test_fast_init_records_pickle_copy_and_subclass() -> None:
+    import copy
+    import pickle
+
+    row = LedgerRow(7, "T", "w", "a", "w", "b", "engine_transition", "agent", "S1", "S1")
+    assert pickle.loads(pickle.dumps(row)) == row and copy.deepcopy(row) == row and copy.copy(row) == row
+
+    @dataclass(frozen=True)
+    class Moved(TaskState):
+        reason: str = ""
+
+    moved = Moved("T", "w", "b", reason="approved")  # a subclass gets the dataclass __init__ of its own
+    assert (moved.step_id, moved.reason) == ("b", "approved") and moved != TaskState("T", "w", "b")
