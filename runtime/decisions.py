@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .errors import (
     RuntimeFault,
     UnknownStepError,
 )
-from .results import DecisionResult
+from .results import DecisionResult, RecoverResult
 from .store import Decision
 from .triggers import TriggerDispatch
 
@@ -35,6 +37,29 @@ class DecisionDispatch(TriggerDispatch):
             role, verdict, session_id=session_id))
         return self.reevaluate(task.id, step.id, decision.id, actor=agent or user, actor_kind="agent" if agent else
                                "human", session_id=session_id)
+
+    def recover(self) -> RecoverResult:
+        """Dispatch every arrival that has no entry record, then re-evaluate every stored decision whose
+        re-evaluation is not marked applied (a crash between storing a decision and re-evaluating it: the
+        quorum it completes would otherwise wait for the next decision)."""
+        result = super().recover()
+        decisions: list[DecisionResult] = []
+        seen: set[int] = set()
+        while True:
+            batch = [d for d in self.store.unevaluated_decisions(limit=500) if d.id not in seen]
+            if not batch:
+                break
+            for d in batch:
+                seen.add(d.id)
+                try:
+                    decisions.append(self.reevaluate(d.task_id, d.step_id, d.id, actor=d.decider_id,
+                                                     actor_kind="agent" if d.decider_type == "agent" else "human",
+                                                     session_id=d.session_id))
+                except RuntimeFault as exc:  # its task or step is gone (from the store or the plan): left alone
+                    self.emit("warning", "warning", "a stored decision could not be re-evaluated",
+                              code="decision_not_reevaluated", task=d.task_id, step=d.step_id, decision_id=d.id,
+                              message=str(exc))
+        return replace(result, decisions=tuple(decisions))
 
     def reevaluate(self, task_id: str, step_id: str, decision_id: int, *, actor: str | None = None,
                    actor_kind: str = "system", session_id: str | None = None) -> DecisionResult:

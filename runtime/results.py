@@ -76,5 +76,9 @@ class DecisionResult:
 @fast_init
 @dataclass(frozen=True)
 class RecoverResult:
+    """`dispatched`: entries dispatched; `entries`: every entry the sweep took up; `decisions`: the re-evaluations
+    of stored decisions whose re-evaluation a crash cut short (`transitioned` ones moved their task)."""
+
     dispatched: int
     entries: tuple[EntryResult, ...] = ()
+    decisions: tuple[DecisionResult, ...] = ()

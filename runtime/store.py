@@ -225,4 +225,9 @@ class Store(Protocol):
         """Active decisions for a task at a step, oldest first."""
         ...
 
+    def unevaluated_decisions(self, limit: int = 1000) -> list[Decision]:
+        """Active decisions whose re-evaluation is not marked applied (no operation
+        `decision:<task_id>:<step_id>:<id>`), oldest first: what `recover` re-evaluates."""
+        ...
+
     def clear_decisions(self, task_id: str, step_id: str) -> int: ...

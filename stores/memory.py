@@ -377,6 +377,13 @@ class MemoryStore:
         with self._lock:
             return sorted(self._active_by_step.get((task_id, step_id), {}).values(), key=_by_id)
 
+    def unevaluated_decisions(self, limit: int = 1000) -> list[Decision]:
+        """Active decisions whose re-evaluation is not marked applied, oldest first."""
+        with self._lock:
+            pending = (d for d in self._active.values()
+                       if f"decision:{d.task_id}:{d.step_id}:{d.id}" not in self._operations)
+            return heapq.nsmallest(max(limit, 0), pending, key=_by_id)
+
     def clear_decisions(self, task_id: str, step_id: str) -> int:
         """Supersede every active decision of the task at the step; return how many there were."""
         with self._lock:

@@ -169,6 +169,9 @@ I_DECISION = ("INSERT INTO interlock_decisions (task_id, step_id, decider_type, 
               ":session_id, :now)")
 Q_DECISIONS = (f"SELECT {_DECISION_COLS} FROM interlock_decisions WHERE task_id = :task_id AND step_id = :step_id "
                "AND superseded_at IS NULL ORDER BY id")
+Q_UNEVALUATED = (f"SELECT {_DECISION_COLS} FROM interlock_decisions d WHERE superseded_at IS NULL AND NOT EXISTS "
+                 "(SELECT 1 FROM interlock_operations o WHERE o.operation_id = 'decision:' || d.task_id || ':' || "
+                 "d.step_id || ':' || CAST(d.id AS TEXT)) ORDER BY id LIMIT :limit")
 CLEAR_DECISIONS = ("UPDATE interlock_decisions SET superseded_at = :now WHERE task_id = :task_id AND "
                    "step_id = :step_id AND superseded_at IS NULL")
 
@@ -903,6 +906,13 @@ class SqlStore:
         """Active decisions for a task at a step, oldest first."""
         rows = self._rows("reading decisions", self._shared.sql(Q_DECISIONS), {"task_id": task_id,
                                                                                  "step_id": step_id})
+        return [Decision(task_id=task, step_id=step, decider_type=kind, decider_id=decider, role=role,
+                         verdict=verdict, id=int(id_), session_id=session)
+                for id_, task, step, kind, decider, role, verdict, session in rows]
+
+    def unevaluated_decisions(self, limit: int = 1000) -> list[Decision]:
+        """Active decisions whose re-evaluation is not marked applied, oldest first."""
+        rows = self._rows("reading decisions", self._shared.sql(Q_UNEVALUATED), {"limit": max(limit, 0)})
         return [Decision(task_id=task, step_id=step, decider_type=kind, decider_id=decider, role=role,
                          verdict=verdict, id=int(id_), session_id=session)
                 for id_, task, step, kind, decider, role, verdict, session in rows]

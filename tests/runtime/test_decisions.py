@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from interlock.runtime import TaskState
-from interlock.runtime.store import Store
+from interlock.runtime.store import Decision, Store
 
 GATES = """
 workflow g "G" {
@@ -207,3 +207,36 @@ def test_office_rejection_and_reentry(harness: Any) -> None:
     assert step_of(h.store) == "review"  # the old rejection no longer counts, and 1 of 2 approved
     rt.record_decision("T", agent="rev-a", role="reviewer", verdict="approved")
     assert step_of(h.store) == "approval"
+
+
+def test_recover_re_evaluates_a_decision_stored_before_a_crash(harness: Any) -> None:
+    """A crash between storing a decision and re-evaluating it leaves a met quorum unapplied: `recover` re-evaluates
+    every active decision whose re-evaluation is not marked, once; the others are left alone."""
+    h = harness
+    rt = office(h)
+    rt.record_decision("T", agent="rev-a", role="reviewer", verdict="approved")  # evaluated: 1 of 2
+    crashed = h.store.record_decision(Decision("T", "review", "agent", "rev-b", "reviewer", "approved"))
+    assert [d.id for d in h.store.unevaluated_decisions()] == [crashed.id]
+    assert step_of(h.store) == "review"
+    recovered = rt.recover()
+    assert [(d.decision_id, d.transitioned) for d in recovered.decisions] == [(crashed.id, True)]
+    assert step_of(h.store) == "approval"
+    (row,) = h.store.ledger("T")
+    assert (row.route, row.actor_kind, row.actor_id) == ("decision", "agent", "rev-b")
+    assert h.runs("T") == [("T", "appr-1", "approval_started")]
+    assert h.store.unevaluated_decisions() == []
+    again = rt.recover()
+    assert again.decisions == () and again.dispatched == 0 and len(h.store.ledger("T")) == 1
+
+
+def test_recover_marks_a_stored_decision_that_meets_no_quorum_and_skips_a_vanished_task(harness: Any) -> None:
+    h = harness
+    rt = office(h)
+    lone = h.store.record_decision(Decision("T", "review", "agent", "rev-a", "reviewer", "approved"))
+    ghost = h.store.record_decision(Decision("GONE", "review", "agent", "rev-a", "reviewer", "approved"))
+    recovered = rt.recover()
+    assert [(d.decision_id, d.transitioned, d.abandoned) for d in recovered.decisions] == [(lone.id, False, False)]
+    assert step_of(h.store) == "review" and h.store.ledger("T") == []
+    warnings = [r for r in h.sink.records if r.kind == "warning" and r.fields.get("code") == "decision_not_reevaluated"]
+    assert [w.fields["decision_id"] for w in warnings] == [ghost.id]
+    assert [d.id for d in h.store.unevaluated_decisions()] == [ghost.id]  # left for a host to look at
