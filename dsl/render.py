@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .diagnostics import CODES, Diagnostic, Severity
@@ -37,8 +36,7 @@ _TAB_WIDTH = 4
 # -- summary ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Summary:
+class Summary(NamedTuple):
     """How many files were checked and how many errors and warnings they produced."""
 
     files: int
