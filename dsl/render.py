@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .diagnostics import CODES, Diagnostic, Severity
@@ -36,7 +37,8 @@ _TAB_WIDTH = 4
 # -- summary ------------------------------------------------------------------------
 
 
-class Summary(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Summary:
     """How many files were checked and how many errors and warnings they produced."""
 
     files: int
