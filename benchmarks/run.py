@@ -171,8 +171,8 @@ def interlock_command() -> list[str]:
     return [sys.executable, "-P", "-c", _CLI_CODE]
 
 
-def _run_process(argv: list[str], what: str) -> None:
-    proc = subprocess.run(argv, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+def _run_process(argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
+    proc = subprocess.run(argv, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, check=False, env=env)
     if proc.returncode != 0:
         raise BenchmarkError(f"{what} exited with {proc.returncode}: {' '.join(argv)}\n"
                              f"{proc.stdout.decode(errors='replace')}{proc.stderr.decode(errors='replace')}")
@@ -223,8 +223,10 @@ def import_costs(cli_args: list[str], top: int = 15) -> str:
 def check_startup(opts: Options) -> Measurement:
     check = [*interlock_command(), "check", CHECK_EXAMPLE]
     reference = [sys.executable, "-P", "-c", "import lark, pydantic"]
-    # untimed: fills Lark's grammar cache and the OS page cache
-    _run_process(check, "interlock check")
+    # untimed: fills Lark's grammar cache and the OS page cache, and writes interlock's bytecode (the
+    # reference's packages have theirs from their install, as pip byte-compiles; PYTHONDONTWRITEBYTECODE
+    # in the environment would otherwise make every timed run compile an editable checkout's changed modules)
+    _run_process(check, "interlock check", env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
     _run_process(reference, "the reference process")
     ours, theirs = interleave(lambda: _run_process(check, "interlock check"),
                               lambda: _run_process(reference, "the reference process"), opts.repeat)
