@@ -19,4 +19,17 @@ __all__ = ["Runtime", "Loader"]
 
 
 class Runtime(SequenceDispatch):
-    """Interprets one compiled plan against one store.  Thread-safe; holds no lock across executors."""
+    """Interprets one compiled plan against one store.  Thread-safe; holds no lock across host executors.
+
+    `Runtime(plan, store, *, executors=None, loaders=None, directory=None, sinks=None, host=None,
+    executor_timeout=60.0, builtins=True, session_live=None, atomic_arrivals=True)`:
+
+    - `executors`: an `ExecutorRegistry` (the built-in store-backed kinds are added unless
+      `builtins=False`); `executor_timeout`: seconds before a host executor is abandoned (None:
+      called in place, no thread).
+    - `loaders`: the records dispatch sequences `load`; `directory`: who the agents are;
+      `host`: host flags guards read; `session_live(task_id)`: whether a task has a live session.
+    - `sinks`: record sinks (default: loguru); `[]` builds no records at all.
+    - `atomic_arrivals`: on a durable store, an arrival whose entry is all store-backed commits
+      with its entry in one transaction (ADR 0010); False dispatches every entry after the commit.
+    """
