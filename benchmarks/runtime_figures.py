@@ -196,9 +196,9 @@ class RawSqlite:
 
 
 class SqlFloor:
-    """Context, not judged: the statements one arrival costs in the store (the runtime's look at the task, then one
-    transaction: the task row, the step change, the ledger row, a savepoint around the queued run, the entry
-    record; ADR 0010), replayed through raw sqlite3 on the interlock schema in a tight loop: what a store with no
+    """Context, not judged: the statements one arrival costs in the store (one transaction: the runtime's look at
+    the task, the store's, the step change, the ledger row, a savepoint around the queued run, the entry record;
+    ADR 0010), replayed through raw sqlite3 on the interlock schema in a tight loop: what a store with no
     Python overhead at all would reach."""
 
     def __init__(self, path: Path) -> None:
@@ -221,9 +221,9 @@ class SqlFloor:
         for _ in range(n):
             at = self.at
             to = "b" if at == "a" else "a"
-            c.execute(q.Q_TASK, {"id": "T"}).fetchone()  # the runtime's look at the task
             c.execute("BEGIN IMMEDIATE")
-            c.execute(q.Q_TASK, {"id": "T"}).fetchone()
+            c.execute(q.Q_TASK, {"id": "T"}).fetchone()  # the runtime's look at the task, in the transaction
+            c.execute(q.Q_TASK, {"id": "T"}).fetchone()  # the store's, in move_task
             c.execute(q.U_TASK_STEP, {"id": "T", "workflow_id": "w", "step_id": to, "now": now})
             ledger = c.execute(q.I_LEDGER + " RETURNING id", {
                 "task_id": "T", "from_workflow_id": "w", "from_step_id": at, "to_workflow_id": "w", "to_step_id": to,

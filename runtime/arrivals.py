@@ -33,10 +33,11 @@ class Arrivals(EntryDispatch):
         if self.store.get_task(task_id) is not None:
             raise RuntimeFault(f"task `{task_id}` exists already")
         task = TaskState(task_id, workflow_id, step_id, description, is_from_office, is_ephemeral, False)
+        step = self._steps[(workflow_id, step_id)]
         try:
             result, entered = self._write_arrival(
-                lambda store: store.create_task(task, actor_kind=actor_kind, actor_id=actor_id, session_id=session_id),
-                workflow_id, step_id, task_id, session_id)
+                lambda store: (store.create_task(task, actor_kind=actor_kind, actor_id=actor_id,
+                                                 session_id=session_id), step), task_id, session_id)
         except StoreError:
             if self.store.get_task(task_id) is not None:  # a concurrent creation won: a refusal, not a store fault
                 raise RuntimeFault(f"task `{task_id}` exists already") from None
@@ -51,28 +52,41 @@ class Arrivals(EntryDispatch):
         A `manual_move` into a step without `manual_move` is refused (a `warning` record).
         `dispatch=False` commits the arrival without dispatching (what a crash after commit
         leaves behind; `recover` dispatches it)."""
-        task = self.task(task_id)
-        target_wf = workflow_id or task.workflow_id
-        if target_wf is None:
-            raise UnknownWorkflowError(f"task `{task_id}` is in no workflow; name `workflow_id`")
-        step = self.step(target_wf, to_step)
-        if route == "manual_move" and not step.manual_move:
-            self.emit("warning", "warning", "manual move refused: the step does not allow manual moves",
-                      code="manual_move_not_allowed", task=task_id, workflow=target_wf, step=to_step,
-                      **({"from": task.step_id}))
-            return ArrivalResult("refused", task_id, task.step_id, to_step, reason="manual_move_not_allowed")
+        seen: list[TaskState] = []  # the task as the write found it (the last attempt's)
         actor = actor_id if actor_kind != "agent" else (actor_id or session_id)
-        result, entered = self._write_arrival(
-            lambda store: store.move_task(task_id, target_wf, to_step, route=route, actor_kind=actor_kind,
-                                          actor_id=actor, session_id=session_id, expected_step_id=expected_step),
-            target_wf, to_step, task_id, session_id, dispatch=dispatch)
+
+        def write(store: Store) -> tuple[MoveResult, PlanStep | None]:
+            # The task is read where it is moved: inside the arrival's transaction when there is one, so the
+            # checks and the move see the same task, and an arrival costs no read of its own.
+            task = store.get_task(task_id)
+            if task is None:
+                raise UnknownTaskError(f"no task `{task_id}`")
+            seen.append(task)
+            target_wf = workflow_id or task.workflow_id
+            if target_wf is None:
+                raise UnknownWorkflowError(f"task `{task_id}` is in no workflow; name `workflow_id`")
+            step = self.step(target_wf, to_step)
+            if route == "manual_move" and not step.manual_move:
+                raise _Refused(target_wf)
+            return store.move_task(task_id, target_wf, to_step, route=route, actor_kind=actor_kind, actor_id=actor,
+                                   session_id=session_id, expected_step_id=expected_step), step
+
+        try:
+            result, entered = self._write_arrival(write, task_id, session_id, dispatch=dispatch)
+        except _Refused as refused:  # nothing was written
+            from_step = seen[-1].step_id
+            self.emit("warning", "warning", "manual move refused: the step does not allow manual moves",
+                      code="manual_move_not_allowed", task=task_id, workflow=refused.workflow, step=to_step,
+                      **({"from": from_step}))
+            return ArrivalResult("refused", task_id, from_step, to_step, reason="manual_move_not_allowed")
+        from_step = seen[-1].step_id
         if result.status == "unknown_task":
             raise UnknownTaskError(f"no task `{task_id}`")
         if result.status == "cas_lost":
-            return ArrivalResult("cas_lost", task_id, task.step_id, to_step, reason="the task moved meanwhile")
+            return ArrivalResult("cas_lost", task_id, from_step, to_step, reason="the task moved meanwhile")
         if result.status == "same_step":
-            return ArrivalResult("same_step", task_id, task.step_id, to_step)
-        return self._after_move(result.ledger, task_id, task.step_id, session_id, dispatch=dispatch, entered=entered)
+            return ArrivalResult("same_step", task_id, from_step, to_step)
+        return self._after_move(result.ledger, task_id, from_step, session_id, dispatch=dispatch, entered=entered)
 
     def switch_workflow(self, task_id: str, workflow_id: str, step_id: str | None = None, *,
                         session_id: str | None = None) -> ArrivalResult:
@@ -81,30 +95,31 @@ class Arrivals(EntryDispatch):
         return self.move(task_id, step_id or wf.start_step, route="workflow_switch", workflow_id=workflow_id,
                          session_id=session_id, actor_kind="agent" if session_id else "system")
 
-    def _write_arrival(self, write: Callable[[Store], MoveResult], to_workflow: str | None, to_step: str | None,
-                       task_id: str, session_id: str | None, *, dispatch: bool = True
-                       ) -> tuple[MoveResult, Entered | None]:
-        """Write a step change: `write(store)` is the store's `move_task` or `create_task`.
+    def _write_arrival(self, write: Callable[[Store], tuple[MoveResult, PlanStep | None]], task_id: str,
+                       session_id: str | None, *, dispatch: bool = True) -> tuple[MoveResult, Entered | None]:
+        """Write a step change: `write(store)` calls the store's `move_task` or `create_task` and names the
+        destination step.
 
-        On a durable store, when every dispatched entry action of the destination is store-backed
-        (or there is none), the step change, its ledger row and the whole entry — actions in
-        savepoints, markers, entry record — commit in ONE transaction (ADR 0010): one commit per
-        arrival, and no window between the step change and its entry.  If the store fails after the
-        step change was written, the step change is written again on its own and its entry is
-        dispatched after that commit, as RUNTIME.md §1 describes (the step change is never given up
-        for its entry).  Otherwise (host executors at the destination) the entry runs after the commit."""
-        step = self._steps.get((to_workflow, to_step)) if dispatch and to_workflow and to_step else None
-        if step is None or not self._atomic or not self._all_transactional(step):
-            return write(self.store), None
+        On a durable store the write runs in a unit, and when every dispatched entry action of the
+        destination is store-backed (or there is none), the whole entry — actions in savepoints, entry
+        record — commits in that same transaction (ADR 0010): one commit per arrival, and no window
+        between the step change and its entry.  If the store fails after the step change was written,
+        the step change is written again on its own and its entry is dispatched after that commit, as
+        RUNTIME.md §1 describes (the step change is never given up for its entry).  Otherwise (host
+        executors at the destination, or the in-memory store) the entry runs after the commit."""
+        if not self._atomic:
+            return write(self.store)[0], None
         pending: list[Pending] = []
         wrote = committing = False
         result: MoveResult | None = None
+        step: PlanStep | None = None
         try:
             with self.store.unit() as tx:
-                result = write(tx)
+                result, step = write(tx)
                 wrote = True
                 row = result.ledger
-                if result.status != "moved" or row is None or row.to_step_id is None or result.task is None:
+                if (not dispatch or step is None or result.status != "moved" or row is None
+                        or row.to_step_id is None or result.task is None or not self._all_transactional(step)):
                     return result, None
                 attempted, failed = self._entry_in(tx, row, result.task, step, None, pending)
                 committing = True
@@ -114,13 +129,14 @@ class Arrivals(EntryDispatch):
             if committing and isinstance(exc, StoreError):
                 # The commit itself failed: on PostgreSQL a connection lost during COMMIT leaves the outcome
                 # unknown.  The ledger row says: if it is there with its entry record, all of it committed.
-                assert result is not None and result.ledger is not None
+                assert result is not None and result.ledger is not None and step is not None
                 if self._committed(result.ledger):
                     return result, Entered(step, pending, attempted, failed)
             self.emit("error", "error", "arrival transaction failed: the step change is written on its own and "
                       "its entry dispatched after the commit", code="arrival_retried", task=task_id,
                       session=session_id, message=str(exc) or type(exc).__name__)
-            return write(self.store), None
+            return write(self.store)[0], None
+        assert step is not None
         return result, Entered(step, pending, attempted, failed)
 
     def _committed(self, row: LedgerRow) -> bool:
@@ -149,6 +165,14 @@ class Arrivals(EntryDispatch):
             else:
                 entry = self._enter(ledger, session_live=live)
         return ArrivalResult("moved", task_id, ledger.from_step_id, ledger.to_step_id, ledger.id, entry)
+
+
+class _Refused(Exception):
+    """Internal: a manual move into a step without `manual_move` (raised inside the write: nothing is written)."""
+
+    def __init__(self, workflow: str) -> None:
+        super().__init__(workflow)
+        self.workflow = workflow
 
 
 class Entered(NamedTuple):

@@ -92,12 +92,13 @@ class DecisionDispatch(TriggerDispatch):
             self.store.mark_operation(operation_id, task_id=task.id, trigger="decision")
             return DecisionResult(decision_id, task.id, step.id)
         wf_id, step_id = task.workflow_id, step.id
+        destination = self._steps.get((wf_id, target))
         result, entered = self._write_arrival(
-            lambda store: store.move_task(task.id, wf_id, target, route="decision",
-                                          actor_kind="agent" if agent else "human", actor_id=agent or user,
-                                          session_id=session_id, expected_step_id=step_id,
-                                          operation_id=operation_id, operation_trigger="decision"),
-            wf_id, target, task.id, session_id)
+            lambda store: (store.move_task(task.id, wf_id, target, route="decision",
+                                           actor_kind="agent" if agent else "human", actor_id=agent or user,
+                                           session_id=session_id, expected_step_id=step_id,
+                                           operation_id=operation_id, operation_trigger="decision"), destination),
+            task.id, session_id)
         if result.status != "moved":
             return DecisionResult(decision_id, task.id, step.id, abandoned=True)
         self.counters.add("transitions")

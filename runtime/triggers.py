@@ -152,12 +152,13 @@ class TriggerDispatch(Arrivals):
             actor_kind = "agent" if session_id else "system"
             entered = None
             if self._atomic:
+                destination = self._steps.get((wf_id, target))
                 result, entered = self._write_arrival(
-                    lambda store: store.move_task(task_id, wf_id, target, route="engine_transition",
-                                                  actor_kind=actor_kind, actor_id=session_id, session_id=session_id,
-                                                  expected_step_id=step_id, operation_id=operation_id,
-                                                  operation_trigger=trigger),
-                    wf_id, target, task_id, session_id)
+                    lambda store: (store.move_task(task_id, wf_id, target, route="engine_transition",
+                                                   actor_kind=actor_kind, actor_id=session_id, session_id=session_id,
+                                                   expected_step_id=step_id, operation_id=operation_id,
+                                                   operation_trigger=trigger), destination),
+                    task_id, session_id)
             else:  # the same write, without a closure (the in-memory store's hot path)
                 result = self.store.move_task(task_id, wf_id, target, route="engine_transition", actor_kind=actor_kind,
                                               actor_id=session_id, session_id=session_id, expected_step_id=step_id,
