@@ -5,8 +5,10 @@ same run of this script, `--repeat N` times with figure and reference runs inter
 (the order alternates each round so drift and warm-up cancel out); the table reports
 the medians and their ratio.  Absolute times are printed for context but never judged:
 only ratios are compared with targets, so the result does not depend on the machine.
+Each figure runs in a fresh interpreter of its own (subject and reference together), so
+what one figure leaves on the heap cannot slow the next; `--in-process` runs them all here.
 
-    python benchmarks/run.py [--repeat N] [--json] [--only NAME ...] [--check]
+    python benchmarks/run.py [--repeat N] [--json] [--only NAME ...] [--check] [--in-process]
     python benchmarks/run.py --profile NAME      # pyinstrument report of one figure
 
 A figure is a small function registered with `@figure(...)` in `FIGURES`; it returns a
@@ -17,6 +19,7 @@ missed (then 1); 2 means the benchmark itself could not run (bad input, failed s
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import os
@@ -755,6 +758,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--only", nargs="+", choices=names, metavar="NAME", help=f"run only these figures: {names}")
     p.add_argument("--check", action="store_true", help="exit 1 if any enforced target is missed")
     p.add_argument("--profile", choices=names, metavar="NAME", help="print a pyinstrument profile of one figure")
+    p.add_argument("--in-process", action="store_true",
+                   help="measure every figure in this process (default: each figure in a fresh interpreter)")
+    p.add_argument("--child", choices=names, help=argparse.SUPPRESS)  # one figure, its measurement as JSON
     args = p.parse_args(argv)
     if args.repeat < 1:
         p.error("--repeat must be at least 1")
@@ -785,6 +791,17 @@ def _register_runtime_figures() -> None:
 _register_runtime_figures()
 
 
+def _run_isolated(fig: Figure, opts: Options) -> Measurement:
+    """One figure in a fresh interpreter (its subject and its reference still share that process): what an
+    earlier figure left on the heap — a 20,000-line program, a store of 100,000 tasks — cannot slow a later
+    one, so every figure reads the same whichever runs before it."""
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", fig.name, "--repeat",
+                           str(opts.repeat)], stdout=subprocess.PIPE, text=True, check=False)
+    if proc.returncode != 0:
+        raise BenchmarkError(f"figure {fig.name}: its process exited with {proc.returncode}")
+    return Measurement(**json.loads(proc.stdout))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the selected figures; the exit status follows the module docstring."""
     args = _arguments(argv)
@@ -796,16 +813,19 @@ def main(argv: list[str] | None = None) -> int:
                 raise BenchmarkError(f"figure {fig.name} has no profile")
             fig.profile(opts)
             return 0
+        if args.child:
+            fig = next(f for f in FIGURES if f.name == args.child)
+            json.dump(dataclasses.asdict(fig.run(opts)), sys.stdout)
+            return 0
         selected = [f for f in FIGURES if not args.only or f.name in args.only]
         results: list[tuple[Figure, Measurement]] = []
         for fig in selected:
             print(f"measuring {fig.name} ...", file=sys.stderr, flush=True)
-            # Each figure starts from a clean heap: what earlier figures left (stores, plans, parse trees) is
-            # collected, and whatever survives is frozen out of the collector's reach, so it does not slow the
-            # garbage collections of the figures after it (subject and reference alike).
-            gc.collect()
-            gc.freeze()
-            results.append((fig, fig.run(opts)))
+            if args.in_process:
+                gc.collect()  # what earlier figures left (stores, plans, parse trees) goes first
+                results.append((fig, fig.run(opts)))
+            else:
+                results.append((fig, _run_isolated(fig, opts)))
     except BenchmarkError as exc:
         print(f"benchmark error: {exc}", file=sys.stderr)
         return 2
