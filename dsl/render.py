@@ -8,7 +8,6 @@ cross lines, as the annotations API asks.
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -283,6 +282,8 @@ def render_json(diagnostics: Sequence[Diagnostic], *, summary: Summary | None = 
         ],
         "summary": {"files": summary.files, "errors": summary.errors, "warnings": summary.warnings},
     }
+    import json  # here, not at the top: the default (full) format does not need it at startup
+
     return json.dumps(doc, indent=2) + "\n"
 
 
@@ -374,6 +375,8 @@ def render_sarif(diagnostics: Sequence[Diagnostic], *, tool_version: str, files:
     run["columnKind"] = "unicodeCodePoints"
     run["results"] = results
     log = {"$schema": _SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+    import json
+
     return json.dumps(log, indent=2) + "\n"
 
 

@@ -220,11 +220,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    from . import commands
-
-    handlers = {"check": _check, "compile": _compile, "simulate": commands.simulate, "test": commands.test,
-                "db": commands.db}
     try:
+        if args.command in ("check", "compile"):  # the pre-commit path: nothing of the runtime is imported
+            return (_check if args.command == "check" else _compile)(args)
+        from . import commands
+
+        handlers = {"simulate": commands.simulate, "test": commands.test, "db": commands.db}
         return handlers[args.command](args)
     except UsageError as exc:
         return _fail(str(exc))
