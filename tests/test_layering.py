@@ -2,7 +2,8 @@
 
 Import direction (ARCHITECTURE.md): `grammars <- dsl <- compiler -> runtime <- stores`.  The
 runtime never loads lark, the DSL or the compiler, and `interlock check` never loads
-SQLAlchemy or alembic (it must start fast in a pre-commit hook).  The dynamic checks run in
+SQLAlchemy, alembic, loguru, the runtime's API or the other commands (it must start fast in a
+pre-commit hook).  The dynamic checks run in
 fresh interpreters (`-I`, cwd a temp dir) so neither this process's imports nor the
 checkout on `sys.path` can mask or fake a violation; the static checks read the sources
 with `ast`, so they also catch imports on paths a test never executes (including
@@ -39,7 +40,7 @@ FORBIDDEN = {
     "stores": ("lark", "interlock.dsl", "interlock.compiler", "interlock.grammars"),
 }
 RUNTIME_MUST_NOT_LOAD = ("lark", "interlock.dsl", "interlock.compiler")
-CHECK_MUST_NOT_LOAD = ("sqlalchemy", "alembic")
+CHECK_MUST_NOT_LOAD = ("sqlalchemy", "alembic", "interlock.commands", "interlock.runtime.api", "loguru")
 
 
 def _run_probe(code: str, cwd: Path) -> dict[str, object]:
