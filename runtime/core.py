@@ -9,7 +9,7 @@ import contextlib
 import contextvars
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .builtins import config_digests, register_builtins
 from .errors import (
@@ -75,6 +75,29 @@ class _Failure(Exception):
         self.message = message
         self.panic = panic
 
+class Handler(NamedTuple):
+    """A step's handler of one trigger, compiled once: `kinds` are the kinds it runs through executors (the
+    pre-dispatch walk's list); when the first transition that needs no approval has no guard (`plain`), it is
+    the target whatever happens, no guard is ever evaluated and `fire` walks only `runs`, the other actions."""
+
+    actions: tuple[PlanAction, ...]
+    kinds: tuple[str, ...]
+    runs: tuple[PlanAction, ...]
+    plain: bool
+    target: str | None
+
+
+NO_HANDLER = Handler((), (), (), True, None)
+
+
+def _compile_handler(actions: Sequence[PlanAction]) -> Handler:
+    runs = tuple(a for a in actions if a.action_class != "transition")
+    first = next((a for a in actions if a.action_class == "transition" and not a.requires_approval), None)
+    plain = first is None or first.guard is None
+    return Handler(tuple(actions), tuple(a.kind for a in runs), runs, plain,
+                   first.target_step if plain and first is not None else None)
+
+
 class _Core:
     """Shared state and helpers of the runtime: the plan indexes, records, executor calls."""
 
@@ -116,9 +139,9 @@ class _Core:
         self.counters = Counters()
         self._workflows = {wf.id: wf for wf in plan.workflows}
         self._steps = {(wf.id, s.id): s for wf in plan.workflows for s in wf.steps}
-        # (workflow, step, trigger) -> the kinds its handler runs through executors (the pre-dispatch walk's list)
-        self._executed_kinds = {(wf.id, s.id, trigger): tuple(a.kind for a in actions if a.action_class != "transition")
-                                for wf in plan.workflows for s in wf.steps for trigger, actions in s.handlers.items()}
+        # (workflow, step, trigger) -> the handler, compiled for `fire` (see `_compile_handler`)
+        self._handlers = {(wf.id, s.id, trigger): _compile_handler(actions)
+                          for wf in plan.workflows for s in wf.steps for trigger, actions in s.handlers.items()}
         self._step_ids = {wf.id: tuple(s.id for s in wf.steps) for wf in plan.workflows}
         self._triggers = {t.name: t for t in plan.triggers}
         self._kinds = {k.name: k for k in plan.kinds}
@@ -165,7 +188,7 @@ class _Core:
             raise UnknownTaskError(f"no task `{task_id}`")
         return task
 
-    def _context(self, action: PlanAction, task: TaskState, workflow_id: str, step_id: str, trigger: str, *,
+    def _context(self, action: PlanAction, task: TaskState, workflow_id: str, step_id: str, trigger: str,
                  entry_id: int | None = None, operation_id: str | None = None, session_id: str | None = None,
                  payload: Mapping[str, Any] | None = None, key: str | None = None,
                  store: Store | None = None) -> ActionContext:

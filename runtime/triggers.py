@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from .arrivals import Arrivals
-from .core import _Failure
+from .core import NO_HANDLER, _Failure
 from .errors import (
     ActionFailed,
     PayloadError,
@@ -84,11 +84,13 @@ class TriggerDispatch(Arrivals):
         wf_id, step_id = task.workflow_id, task.step_id
         if wf_id is None or step_id is None:
             raise UnknownStepError(f"task `{task_id}` is at no step")
-        step = self._steps.get((wf_id, step_id)) or self.step(wf_id, step_id)
-        actions = step.handlers.get(trigger, ())
+        if (wf_id, step_id) not in self._steps:
+            self.step(wf_id, step_id)  # raises: the plan has no such workflow or step
+        handler = self._handlers.get((wf_id, step_id, trigger), NO_HANDLER)
+        actions = handler.actions
         registered = self.executors.entries
-        for kind in self._executed_kinds.get((wf_id, step_id, trigger), ()):  # the pre-dispatch walk: warns even
-            if kind not in registered:                                         # on an idempotent replay
+        for kind in handler.kinds:  # the pre-dispatch walk: warns even on an idempotent replay
+            if kind not in registered:
                 self._warn_missing(wf_id, step_id, kind, task.id, session_id)
         if operation_id and self.store.operation_applied(operation_id):
             self.counters.add("idempotent")
@@ -97,10 +99,10 @@ class TriggerDispatch(Arrivals):
             self.emit("redelivery_discarded", "silent", task=task.id, operation_id=operation_id, trigger=trigger)
             self._outcome(outcome_label, trigger, "idempotent", task.id, operation_id)
             return FireResult("idempotent", trigger, task.id, step_id, operation_id)
-        target: str | None = None
-        chosen = False
+        # a plain handler's target is known; otherwise transitions are chosen in the walk, guards evaluated in order
+        target, chosen = handler.target, handler.plain
         executed: list[str] = []
-        for action in actions:
+        for action in handler.runs if chosen else actions:
             if action.action_class == "transition":
                 if chosen or action.requires_approval:
                     continue
@@ -115,8 +117,7 @@ class TriggerDispatch(Arrivals):
             if executor is None:
                 continue
             key = f"{operation_id}:{action.position}:{action.kind}" if operation_id else None
-            ctx = self._context(action, task, wf_id, step_id, trigger, operation_id=operation_id,
-                                session_id=session_id, payload=payload, key=key)
+            ctx = self._context(action, task, wf_id, step_id, trigger, None, operation_id, session_id, payload, key)
             try:
                 if executor.transactional:
                     with self.store.unit() as tx:
