@@ -6,7 +6,7 @@ connections (migrations, hosts; `BEGIN_OPTION` picks the mode) and `SqlStore` is
 the DBAPI connection itself; write transactions begin with `BEGIN IMMEDIATE` so writers
 queue on the busy timeout instead of failing on an upgrade from a read lock; file databases
 use WAL with `synchronous = NORMAL` (no fsync per commit; a power loss can lose the last
-commits but never corrupts), and foreign keys are enforced.  An in-memory
+commits but never corrupts), a new file gets `SQLITE_PAGE_SIZE` pages, and foreign keys are enforced.  An in-memory
 database is one shared connection (`StaticPool`), so every thread sees the same data;
 callers serialise its transactions with the engine's `memory_lock`.
 """
@@ -25,7 +25,7 @@ from sqlalchemy.pool import StaticPool
 from interlock.runtime.store import StoreError
 
 __all__ = [
-    "BUSY_TIMEOUT_S", "BEGIN_OPTION", "ADVISORY_NAMESPACE", "MIGRATION_LOCK_KEY", "normalise_url", "is_memory_url",
+    "BUSY_TIMEOUT_S", "SQLITE_PAGE_SIZE", "BEGIN_OPTION", "ADVISORY_NAMESPACE", "MIGRATION_LOCK_KEY", "normalise_url", "is_memory_url",
     "make_engine", "memory_lock", "display_url", "upgrade_hint", "store_error",
 ]
 
@@ -37,6 +37,11 @@ ADVISORY_NAMESPACE = 0x494C434B
 
 MIGRATION_LOCK_KEY = 1
 """Second advisory-lock key held by a migration run: concurrent upgrades queue instead of racing DDL."""
+
+SQLITE_PAGE_SIZE = 2048
+"""Page size of a SQLite file database the store creates (an existing file keeps its own): interlock's rows are
+small and an arrival dirties one page in each of eight b-trees, so a commit's WAL bytes scale with the page size
+(ADR 0012)."""
 
 BEGIN_OPTION = "interlock_begin"
 """Execution option naming the SQLite BEGIN mode of a connection's next transaction."""
@@ -100,6 +105,8 @@ def make_engine(url: str | URL, *, busy_timeout: float = BUSY_TIMEOUT_S, **kwarg
             cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             cursor.execute("PRAGMA foreign_keys = ON")
             if not memory:
+                # Before WAL: takes effect only on a database with no content yet (ADR 0012).
+                cursor.execute(f"PRAGMA page_size = {SQLITE_PAGE_SIZE}")
                 cursor.execute("PRAGMA journal_mode = WAL").fetchall()
                 cursor.execute("PRAGMA synchronous = NORMAL")
         finally:

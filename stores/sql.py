@@ -195,9 +195,9 @@ check out from SQLAlchemy's pool as usual and return there."""
 
 class _Tx:
     """One pooled DBAPI connection (`fairy`) the store works on: its cursor, the savepoint depth of its open
-    transaction, whether it was found dead."""
+    transaction, whether it was found dead, and (SQLite) the task row last read in that transaction."""
 
-    __slots__ = ("cursor", "dbapi", "dead", "depth", "fairy", "stamp")
+    __slots__ = ("cursor", "dbapi", "dead", "depth", "fairy", "stamp", "task_row")
 
     def __init__(self, fairy: Any) -> None:
         self.fairy = fairy
@@ -206,6 +206,9 @@ class _Tx:
         self.depth = 0
         self.dead = False
         self.stamp: Any = None  # the transaction's timestamp, taken at its first write (`_Shared.stamp`)
+        # SQLite: the task row `get_task` read in this transaction, until anything writes a task.  BEGIN IMMEDIATE
+        # holds the database's write lock, so nothing else can change it: `move_task` need not read it again.
+        self.task_row: tuple[Any, ...] | None = None
 
 
 _ALL_SHARED: weakref.WeakSet[_Shared] = weakref.WeakSet()
@@ -362,6 +365,7 @@ class _Shared:
             try:
                 tx.cursor.execute(self.begin)
                 tx.stamp = None
+                tx.task_row = None
                 return tx
             except self.error_class as exc:
                 error = self.error(exc, tx, doing)
@@ -508,6 +512,7 @@ class _Savepoint:
             if exc is None:
                 tx.cursor.execute(f"RELEASE SAVEPOINT {name}")
                 return
+            tx.task_row = None  # it may have been read after a write the rollback undoes
             if not tx.dead:
                 tx.cursor.execute(f"ROLLBACK TO SAVEPOINT {name}")
                 tx.cursor.execute(f"RELEASE SAVEPOINT {name}")
@@ -618,14 +623,24 @@ class SqlStore:
 
     # ---- tasks and the ledger -------------------------------------------------------------------
     def get_task(self, task_id: str) -> TaskState | None:
-        q = self._shared.q_task
+        sh = self._shared
+        tx = self._conn if self._conn is not None else sh.open_unit()
+        if tx is None or sh.postgres:
+            q = sh.q_task
 
-        def read(tx: _Tx) -> TaskState | None:
-            tx.cursor.execute(q, {"id": task_id})
+            def read(tx: _Tx) -> TaskState | None:
+                tx.cursor.execute(q, {"id": task_id})
+                row = tx.cursor.fetchone()
+                return _task(row) if row is not None else None
+
+            return cast("TaskState | None", self._read("reading a task", read))
+        try:  # in a SQLite transaction: the row is kept for `move_task`
+            tx.cursor.execute(sh.q_task, {"id": task_id})
             row = tx.cursor.fetchone()
-            return _task(row) if row is not None else None
-
-        return cast("TaskState | None", self._read("reading a task", read))
+        except sh.error_class as exc:
+            raise sh.error(exc, tx, "reading a task") from exc
+        tx.task_row = row
+        return _task(row) if row is not None else None
 
     def _task_params(self, task: TaskState, now: Any) -> dict[str, Any]:
         return {"id": task.id, "workflow_id": clean_id(task.workflow_id), "step_id": clean_id(task.step_id),
@@ -637,6 +652,7 @@ class SqlStore:
         """Insert or replace a task as pre-existing state: no ledger row, no arrival."""
         params = self._task_params(task, self._shared.now())
         with self._tx("writing a task") as tx:
+            tx.task_row = None
             tx.cursor.execute(self._shared.sql(PUT_TASK), params)
 
     def create_task(self, task: TaskState, *, actor_kind: str = "system", actor_id: str | None = None,
@@ -645,6 +661,7 @@ class SqlStore:
         params = self._task_params(task, self._shared.now())
         created = replace(task, workflow_id=params["workflow_id"], step_id=params["step_id"])
         with self._tx("creating a task") as tx:
+            tx.task_row = None
             tx.cursor.execute(self._shared.create_task, params)
             if tx.cursor.rowcount != 1:
                 raise exists_error(task.id)
@@ -664,8 +681,10 @@ class SqlStore:
         sh = self._shared
         with self._tx("moving a task") as tx:
             cur = tx.cursor
-            cur.execute(sh.q_task_lock, {"id": task_id})
-            found = cur.fetchone()
+            found = tx.task_row
+            if found is None or found[0] != task_id:
+                cur.execute(sh.q_task_lock, {"id": task_id})
+                found = cur.fetchone()
             if found is None:
                 return MoveResult("unknown_task")
             from_wf, from_step = found[1], found[2]
@@ -674,6 +693,7 @@ class SqlStore:
             now = sh.stamp(tx)
             row = None
             if (from_wf, from_step) != (to_wf, to_step):
+                tx.task_row = None
                 cur.execute(sh.u_task_step, {"id": task_id, "workflow_id": to_wf, "step_id": to_step, "now": now})
                 if is_arrival(from_wf, from_step, to_wf, to_step):
                     row = self._write_ledger(tx, task_id, from_wf, from_step, to_wf, to_step, route,

@@ -189,6 +189,44 @@ def test_operation_and_move_roll_back_together(store: Store) -> None:
     assert len(store.ledger()) == 1
 
 
+def test_a_move_in_a_unit_sees_the_task_as_the_unit_left_it(store: Store) -> None:
+    # A task read in a unit and then changed in it: the move starts from the change, not from the read.
+    make(store)
+    with store.unit() as unit:
+        assert unit.get_task("T1") == TaskState("T1", WF, "todo")
+        unit.put_task(TaskState("T1", WF, "work"))
+        assert unit.move_task("T1", WF, "review", route="manual_move", expected_step_id="todo").status == "cas_lost"
+        moved = unit.move_task("T1", WF, "review", route="manual_move", expected_step_id="work")
+        assert moved.status == "moved" and moved.ledger is not None and moved.ledger.from_step_id == "work"
+        assert unit.get_task("T1") == TaskState("T1", WF, "review")
+        again = unit.move_task("T1", WF, "done", route="manual_move")
+        assert again.ledger is not None and again.ledger.from_step_id == "review"
+    assert store.get_task("T1") == TaskState("T1", WF, "done")
+
+
+def test_a_move_in_a_unit_sees_a_rolled_back_change_undone(store: Store) -> None:
+    # Read inside a nested unit that is rolled back: the outer move starts from the step before it.
+    make(store)
+    with store.unit() as unit:
+        with pytest.raises(RuntimeError), unit.unit() as inner:
+            inner.put_task(TaskState("T1", WF, "work"))
+            assert inner.get_task("T1") == TaskState("T1", WF, "work")
+            raise RuntimeError("the nested unit fails")
+        moved = unit.move_task("T1", WF, "review", route="manual_move", expected_step_id="todo")
+        assert moved.status == "moved" and moved.ledger is not None and moved.ledger.from_step_id == "todo"
+    assert [(r.from_step_id, r.to_step_id) for r in store.ledger("T1")] == [(None, "todo"), ("todo", "review")]
+
+
+def test_a_task_read_in_one_unit_is_read_again_in_the_next(store: Store) -> None:
+    make(store)
+    with store.unit() as unit:
+        assert unit.get_task("T1") == TaskState("T1", WF, "todo")
+    store.put_task(TaskState("T1", WF, "work"))  # between the units
+    with store.unit() as unit:
+        moved = unit.move_task("T1", WF, "review", route="manual_move")
+        assert moved.ledger is not None and moved.ledger.from_step_id == "work"
+
+
 def test_detach_row_enters_nothing(store: Store) -> None:
     genesis = make(store)
     result = store.move_task("T1", None, None, route="detach")

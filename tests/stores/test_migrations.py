@@ -219,3 +219,26 @@ def test_sqlite_file_settings(tmp_path: Path) -> None:
             assert pragma("busy_timeout") == 30000
     finally:
         engine.dispose()
+
+
+def test_a_new_sqlite_file_gets_the_store_page_size_and_an_existing_one_keeps_its_own(tmp_path: Path) -> None:
+    import sqlite3
+
+    from interlock.stores.engine import SQLITE_PAGE_SIZE
+
+    upgrade(f"sqlite:///{tmp_path / 'new.db'}")
+    with sqlite3.connect(tmp_path / "new.db") as conn:
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == SQLITE_PAGE_SIZE != 4096
+    host = tmp_path / "host.db"  # a host's database with content: its page size is not ours to change
+    with sqlite3.connect(host) as conn:
+        conn.execute("PRAGMA page_size = 4096")
+        conn.execute("CREATE TABLE host_rows (id INTEGER PRIMARY KEY)")
+    store = open_store(f"sqlite:///{host}")
+    try:
+        store.create_task(TaskState("T1", "w", "a"))
+        assert store.get_task("T1") == TaskState("T1", "w", "a")
+    finally:
+        store.close()  # type: ignore[attr-defined]
+    with sqlite3.connect(host) as conn:
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+        assert conn.execute("SELECT count(*) FROM host_rows").fetchone()[0] == 0
