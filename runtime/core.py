@@ -195,8 +195,9 @@ class _Core:
         # positional: ActionContext's field order (kind, task, workflow_id, step_id, trigger, position,
         # idempotency_key, entry_id, operation_id, session_id, payload, store, runtime, directory, workflow_steps)
         return ActionContext(action.kind, task, workflow_id, step_id, trigger, action.position, key, entry_id,
-                             operation_id, session_id, payload or {}, store, self, self.directory,  # type: ignore[arg-type]
-                             self._step_ids.get(workflow_id, (step_id,)))
+                             operation_id, session_id, {} if payload is None else payload, store, self,
+                             self.directory,  # type: ignore[arg-type]
+                             self._step_ids.get(workflow_id) or (step_id,))
 
     def _record_failure(self, failure: _Failure, task_id: str, session_id: str | None, kind: str) -> None:
         self.counters.add("executor_failures")

@@ -86,8 +86,8 @@ class LoguruSink:
 class _Shard(threading.local):
     """One thread's counters (attributes set by `Counters._register`)."""
 
-    values: Counter[str]
-    skips: Counter[str]
+    values: dict[str, int]
+    skips: dict[str, int]
 
 
 class Counters:
@@ -100,13 +100,14 @@ class Counters:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._local: _Shard = _Shard()
-        self._shards: list[tuple[threading.Thread, Counter[str], Counter[str]]] = []
+        # plain dicts, not Counters: a dict subclass's item access is slower, and `add` runs on every hot path
+        self._shards: list[tuple[threading.Thread, dict[str, int], dict[str, int]]] = []
         self._retired: Counter[str] = Counter()
         self._retired_skips: Counter[str] = Counter()
 
     def _register(self) -> _Shard:
-        values: Counter[str] = Counter()
-        skips: Counter[str] = Counter()
+        values: dict[str, int] = {}
+        skips: dict[str, int] = {}
         with self._lock:
             live = []
             for thread, v, s in self._shards:
@@ -123,15 +124,17 @@ class Counters:
 
     def add(self, name: str, n: int = 1) -> None:
         try:
-            self._local.values[name] += n
+            values = self._local.values
         except AttributeError:
-            self._register().values[name] += n
+            values = self._register().values
+        values[name] = values.get(name, 0) + n
 
     def skip(self, guard: str) -> None:
         try:
-            self._local.skips[guard] += 1
+            skips = self._local.skips
         except AttributeError:
-            self._register().skips[guard] += 1
+            skips = self._register().skips
+        skips[guard] = skips.get(guard, 0) + 1
 
     @property
     def values(self) -> Counter[str]:

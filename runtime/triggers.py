@@ -84,9 +84,11 @@ class TriggerDispatch(Arrivals):
         wf_id, step_id = task.workflow_id, task.step_id
         if wf_id is None or step_id is None:
             raise UnknownStepError(f"task `{task_id}` is at no step")
-        if (wf_id, step_id) not in self._steps:
-            self.step(wf_id, step_id)  # raises: the plan has no such workflow or step
-        handler = self._handlers.get((wf_id, step_id, trigger), NO_HANDLER)
+        handler = self._handlers.get((wf_id, step_id, trigger))
+        if handler is None:  # a step without a handler for this trigger, or no such step
+            if (wf_id, step_id) not in self._steps:
+                self.step(wf_id, step_id)  # raises: the plan has no such workflow or step
+            handler = NO_HANDLER
         actions = handler.actions
         registered = self.executors.entries
         for kind in handler.kinds:  # the pre-dispatch walk: warns even on an idempotent replay
