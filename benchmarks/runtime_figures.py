@@ -196,10 +196,9 @@ class RawSqlite:
 
 
 class SqlFloor:
-    """Context, not judged: the statements one arrival costs in the store (one transaction: the runtime's look at
-    the task, the store's, the step change, the ledger row, a savepoint around the queued run, the entry record;
-    ADR 0010), replayed through raw sqlite3 on the interlock schema in a tight loop: what a store with no
-    Python overhead at all would reach."""
+    """Context, not judged: the statements one arrival costs in the store (one transaction: the look at the task,
+    the step change, the ledger row, the queued run, the entry record; ADR 0010), replayed through raw sqlite3 on
+    the interlock schema in a tight loop: what a store with no Python overhead at all would reach."""
 
     def __init__(self, path: Path) -> None:
         import sqlite3
@@ -222,18 +221,15 @@ class SqlFloor:
             at = self.at
             to = "b" if at == "a" else "a"
             c.execute("BEGIN IMMEDIATE")
-            c.execute(q.Q_TASK, {"id": "T"}).fetchone()  # the runtime's look at the task, in the transaction
-            c.execute(q.Q_TASK, {"id": "T"}).fetchone()  # the store's, in move_task
+            c.execute(q.Q_TASK, {"id": "T"}).fetchone()  # the look at the task (move_task reuses it on SQLite)
             c.execute(q.U_TASK_STEP, {"id": "T", "workflow_id": "w", "step_id": to, "now": now})
             ledger = c.execute(q.I_LEDGER + " RETURNING id", {
                 "task_id": "T", "from_workflow_id": "w", "from_step_id": at, "to_workflow_id": "w", "to_step_id": to,
                 "route": "manual_move", "actor_kind": "human", "actor_id": None, "session_id": None,
                 "now": now}).fetchone()[0]
-            c.execute("SAVEPOINT s")
             c.execute(q.I_RUN, {"key": f"entry:{ledger}:0:{to}:T:primary:0123456789abcdef", "task_id": "T",
                                 "step_id": to, "agent": "primary", "reason": "x", "payload": "{}", "entry_id": ledger,
                                 "operation_id": None, "now": now})
-            c.execute("RELEASE SAVEPOINT s")
             c.execute(q.I_ENTRY, {"entry_id": ledger, "task_id": "T", "workflow_id": "w", "step_id": to,
                                   "attempted": '["queue_run"]', "failed": "[]", "now": now})
             c.execute("COMMIT")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from .core import _Retry
 from .entry import EntryDispatch, Pending
 from .errors import (
     RuntimeFault,
@@ -101,43 +102,62 @@ class Arrivals(EntryDispatch):
         destination step.
 
         On a durable store the write runs in a unit, and when every dispatched entry action of the
-        destination is store-backed (or there is none), the whole entry — actions in savepoints, entry
-        record — commits in that same transaction (ADR 0010): one commit per arrival, and no window
-        between the step change and its entry.  If the store fails after the step change was written,
+        destination is store-backed (or there is none), the whole entry — actions, entry record — commits
+        in that same transaction (ADR 0010): one commit per arrival, and no window between the step change
+        and its entry.  The actions run without savepoints; if one fails, the transaction is undone and run
+        again with a savepoint per action, the failed one recorded as failed without a second call.  If the store fails after the step change was written,
         the step change is written again on its own and its entry is dispatched after that commit, as
         RUNTIME.md §1 describes (the step change is never given up for its entry).  Otherwise (host
         executors at the destination, or the in-memory store) the entry runs after the commit."""
         if not self._atomic:
             return write(self.store)[0], None
-        pending: list[Pending] = []
-        wrote = committing = False
-        result: MoveResult | None = None
-        step: PlanStep | None = None
-        try:
-            with self.store.unit() as tx:
-                result, step = write(tx)
-                wrote = True
-                row = result.ledger
-                if (not dispatch or step is None or result.status != "moved" or row is None
-                        or row.to_step_id is None or result.task is None or not self._all_transactional(step)):
-                    return result, None
-                attempted, failed = self._entry_in(tx, row, result.task, step, None, pending)
-                committing = True
-        except Exception as exc:  # a fresh row cannot have a record (`_Redelivered`): a store fault too
-            if not wrote:
-                raise
-            if committing and isinstance(exc, StoreError):
-                # The commit itself failed: on PostgreSQL a connection lost during COMMIT leaves the outcome
-                # unknown.  The ledger row says: if it is there with its entry record, all of it committed.
-                assert result is not None and result.ledger is not None and step is not None
-                if self._committed(result.ledger):
-                    return result, Entered(step, pending, attempted, failed)
-            self.emit("error", "error", "arrival transaction failed: the step change is written on its own and "
-                      "its entry dispatched after the commit", code="arrival_retried", task=task_id,
-                      session=session_id, message=str(exc) or type(exc).__name__)
-            return write(self.store)[0], None
-        assert step is not None
-        return result, Entered(step, pending, attempted, failed)
+        known: _Retry | None = None  # an action that failed when the entry ran without savepoints
+        failed_in: PlanStep | None = None  # the step it failed in
+        while True:
+            pending: list[Pending] = []
+            wrote = committing = False
+            result: MoveResult | None = None
+            step: PlanStep | None = None
+            try:
+                with self.store.unit() as tx:
+                    result, step = write(tx)
+                    wrote = True
+                    row = result.ledger
+                    if (not dispatch or step is None or result.status != "moved" or row is None
+                            or row.to_step_id is None or result.task is None or not self._all_transactional(step)):
+                        return result, None
+                    attempted, failed = self._entry_in(tx, row, result.task, step, None, pending,
+                                                       bare=failed_in is None,
+                                                       known=known if failed_in is step else None)
+                    committing = True
+            except _Retry as retry:  # undone: again, with savepoints (the task may have moved meanwhile)
+                known, failed_in = retry, step
+                continue
+            except Exception as exc:  # a fresh row cannot have a record (`_Redelivered`): a store fault too
+                return self._arrival_failed(exc, write, task_id, session_id, result, step, pending, wrote,
+                                            committing, attempted if committing else (),
+                                            failed if committing else ())
+            assert step is not None
+            return result, Entered(step, pending, attempted, failed)
+
+    def _arrival_failed(self, exc: Exception, write: Callable[[Store], tuple[MoveResult, PlanStep | None]],
+                        task_id: str, session_id: str | None, result: MoveResult | None, step: PlanStep | None,
+                        pending: list[Pending], wrote: bool, committing: bool, attempted: tuple[str, ...],
+                        failed: tuple[tuple[str, str], ...]) -> tuple[MoveResult, Entered | None]:
+        """An arrival's transaction failed: nothing was written (raise), it committed after all, or the step
+        change is written again on its own."""
+        if not wrote:
+            raise exc
+        if committing and isinstance(exc, StoreError):
+            # The commit itself failed: on PostgreSQL a connection lost during COMMIT leaves the outcome
+            # unknown.  The ledger row says: if it is there with its entry record, all of it committed.
+            assert result is not None and result.ledger is not None and step is not None
+            if self._committed(result.ledger):
+                return result, Entered(step, pending, attempted, failed)
+        self.emit("error", "error", "arrival transaction failed: the step change is written on its own and "
+                  "its entry dispatched after the commit", code="arrival_retried", task=task_id,
+                  session=session_id, message=str(exc) or type(exc).__name__)
+        return write(self.store)[0], None
 
     def _committed(self, row: LedgerRow) -> bool:
         """Whether an arrival whose COMMIT reported a failure committed after all (its ledger row and entry record

@@ -67,6 +67,16 @@ class _Redelivered(Exception):
     """Internal: the entry has its record already (raised inside a unit to undo this delivery)."""
 
 
+class _Retry(Exception):
+    """Internal: an entry action failed in a transaction run without savepoints; the transaction is undone and run
+    again with a savepoint per action, the failed action recorded as failed without being called again."""
+
+    def __init__(self, position: int, failure: _Failure) -> None:
+        super().__init__(position)
+        self.position = position
+        self.failure = failure
+
+
 class _Failure(Exception):
     """An action failed; `panic` says whether it was an unexpected exception."""
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .core import IN_PROGRESS, _Core, _Failure, _Redelivered
+from .core import IN_PROGRESS, _Core, _Failure, _Redelivered, _Retry
 from .errors import (
     ActionFailed,
     RuntimeFault,
@@ -159,21 +159,30 @@ class EntryDispatch(_Core):
         return self._entered(row, step, session_live, pending, attempted, failed)
 
     def _entry_in(self, tx: Store, row: LedgerRow, task: TaskState, step: PlanStep,
-                  markers: Mapping[int, Marker] | None,
-                  pending: list[Pending]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+                  markers: Mapping[int, Marker] | None, pending: list[Pending], *, bare: bool = False,
+                  known: _Retry | None = None) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
         """The store-backed actions of an entry and its record, inside the open unit `tx` (records to emit
         after the commit go to `pending`).  Raises `_Redelivered` if the entry has its record already.
 
         `markers` None: the entry runs in the transaction that writes its ledger row (ADR 0010), so no other
         delivery can see the row before the entry record commits with every effect: that record is the
-        durable marker of every position, and no per-position marker is written."""
+        durable marker of every position, and no per-position marker is written.  `bare`: the actions run
+        without savepoints, and the first that fails raises `_Retry`; the caller then runs the transaction
+        again with savepoints, passing that `_Retry` as `known`: its action is recorded as failed without
+        being called again (ADR 0010: a savepoint costs more than the rest of an action)."""
         assert row.to_workflow_id is not None
         attempted: list[str] = []
         failed: list[tuple[str, str]] = []
         for action in step.entry_dispatch:
             attempted.append(action.kind)
             if markers is None:
-                error = self._entry_action_in(tx, row, task, step, action, None, pending, marked=False)
+                if bare:
+                    self._entry_action_bare(tx, row, task, step, action, pending)
+                    continue
+                if known is not None and action.position == known.position:
+                    error = self._failed_in(known.failure, row, task, action.kind, pending)
+                else:
+                    error = self._entry_action_in(tx, row, task, step, action, None, pending, marked=False)
             else:
                 error = self._entry_action_in(tx, row, task, step, action, markers.get(action.position), pending)
             if error is not None:
@@ -203,6 +212,50 @@ class EntryDispatch(_Core):
                       session=row.session_id)
         return EntryResult(row.id, "dispatched", attempted, failed)
 
+    def _entry_action_bare(self, tx: Store, row: LedgerRow, task: TaskState, step: PlanStep, action: PlanAction,
+                           pending: list[Pending]) -> None:
+        """One store-backed entry action in the entry's transaction, without a savepoint: `_Retry` if it fails."""
+        assert row.to_workflow_id is not None
+        kind = action.kind
+        fn = self.executors.get(kind)
+        assert fn is not None
+        ctx = self._context(action, task, row.to_workflow_id, step.id, self._entry_trigger, entry_id=row.id,
+                            session_id=row.session_id, key=f"entry:{row.id}:{action.position}:{kind}", store=tx)
+        try:
+            returned = fn(action.args, ctx)
+            effects = () if returned is None else self._effects(returned)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise _Retry(action.position, self._as_failure(exc)) from exc
+        self._pend_effects(effects, kind, row, task, step, pending)
+
+    @staticmethod
+    def _as_failure(exc: Exception) -> _Failure:
+        """An entry action's exception as a failure: `ActionFailed` ordinary, anything else a contained fault."""
+        if isinstance(exc, _Failure):
+            return exc
+        panic = not isinstance(exc, ActionFailed)
+        return _Failure(f"{type(exc).__name__}: {exc}" if panic else str(exc), panic=panic)
+
+    @staticmethod
+    def _failed_in(failure: _Failure, row: LedgerRow, task: TaskState, kind: str, pending: list[Pending]) -> str:
+        """A failed entry action's records, held until its transaction commits; its error."""
+        # counted once the transaction commits (a rolled-back try is not a failure of the entry)
+        pending.append(("executor_failure", "silent", None, {}))
+        if failure.panic:
+            pending.append(("error", "error", None, {"task": task.id, "session": row.session_id, "kind": kind,
+                                                     "message": failure.message}))
+        return failure.message
+
+    @staticmethod
+    def _pend_effects(effects: Sequence[Effect], kind: str, row: LedgerRow, task: TaskState, step: PlanStep,
+                      pending: list[Pending]) -> None:
+        for effect in effects:
+            pending.append(("effect", "info", None, {"kind": kind, "task": task.id, "step": step.id,
+                                                     "entry_id": row.id,
+                                                     **{k: v for k, v in effect.items() if k != "kind"}}))
+
     def _entry_action_in(self, tx: Store, row: LedgerRow, task: TaskState, step: PlanStep, action: PlanAction,
                          marker: Any, pending: list[Pending], *, marked: bool = True) -> str | None:
         """One store-backed entry action inside the entry's transaction, in a savepoint of its own.
@@ -228,23 +281,11 @@ class EntryDispatch(_Core):
         except StoreError:
             raise
         except Exception as exc:  # ActionFailed: an ordinary failure; anything else: a contained fault
-            if isinstance(exc, _Failure):
-                panic, message = exc.panic, exc.message
-            else:
-                panic = not isinstance(exc, ActionFailed)
-                message = f"{type(exc).__name__}: {exc}" if panic else str(exc)
-            # counted once the transaction commits (a rolled-back try is not a failure of the entry)
-            pending.append(("executor_failure", "silent", None, {}))
-            if panic:
-                pending.append(("error", "error", None, {"task": task.id, "session": row.session_id, "kind": kind,
-                                                         "message": message}))
+            message = self._failed_in(self._as_failure(exc), row, task, kind, pending)
             if marked and tx.claim_marker(row.id, position, kind):
                 tx.finish_marker(row.id, position, "failed", message)
             return message
-        for effect in effects:
-            pending.append(("effect", "info", None, {"kind": kind, "task": task.id, "step": step.id,
-                                                     "entry_id": row.id,
-                                                     **{k: v for k, v in effect.items() if k != "kind"}}))
+        self._pend_effects(effects, kind, row, task, step, pending)
         return None
 
     def _entry_action(self, row: LedgerRow, task: TaskState, step: PlanStep, action: PlanAction,

@@ -562,8 +562,6 @@ def test_a_store_failing_during_entry_dispatch_leaves_it_incomplete_and_recover_
 
 
 ATOMIC_FAILURES: dict[str, tuple[str, int]] = {  # case: (store method that fails, calls of it let through first)
-    "savepoint-position-0": ("unit", 1),  # (the first is the arrival's own transaction)
-    "savepoint-position-2": ("unit", 3),
     "clear_decisions": ("clear_decisions", 0),
     "participants": ("participants", 0),
     "first-run": ("enqueue_run", 0),
@@ -737,6 +735,62 @@ def test_a_failure_in_a_rolled_back_atomic_arrival_is_counted_once(durable_store
     assert len([e for e in errors_of(sink) if e.get("code") == "arrival_retried"]) == 1
 
 
+def _refuse_seats(calls: list[str]) -> Callable[..., Any]:
+    def refuse(args: Any, ctx: ActionContext) -> Any:
+        calls.append(ctx.idempotency_key or "")
+        raise ActionFailed("no seat today")
+
+    return refuse
+
+
+def test_an_atomic_entry_action_that_fails_is_called_once_and_its_entry_commits_with_the_arrival(
+        durable_store: Store) -> None:
+    """The entry runs without savepoints until an action fails; then the transaction is undone and run again
+    with a savepoint per action, and the failed action is recorded from its one call (ADR 0010)."""
+    store = durable_store
+    seed(store, "T1")
+    calls: list[str] = []
+    rt, sink = make_runtime(store, {"ensure_seats": _refuse_seats(calls)}, transactional=True)
+    result = rt.move("T1", "review", session_id="S1")
+    assert result.status == "moved" and result.entry is not None and result.entry.status == "dispatched"
+    assert result.entry.attempted == ENTRY_KINDS
+    assert result.entry.failed == (("ensure_seats", "no seat today"),)
+    assert len(calls) == 1, calls
+    assert [(r.from_step_id, r.to_step_id) for r in store.ledger("T1")] == [("work", "review")]
+    assert store.markers(result.ledger_id) == {}  # type: ignore[arg-type]  # one transaction: no markers
+    assert sorted(r.agent for r in store.runs("T1")) == list(REVIEWERS)  # the actions after it ran, once
+    snapshot = rt.counters.snapshot()
+    assert (snapshot["executor_failures"], snapshot["effects"], snapshot["arrivals"]) == (1, 3, 1), snapshot
+    assert [r.kind for r in sink.records if r.kind in ("effect", "entry", "arrival")] == [
+        "arrival", "effect", "effect", "effect", "entry"]
+    assert errors_of(sink) == []  # an ActionFailed is an ordinary failure, and nothing was retried as a fault
+    assert rt.recover().dispatched == 0 and rt.dispatch_entry(result.ledger_id).status == "redelivery"  # type: ignore[arg-type]
+
+
+def test_a_store_failing_in_the_savepoint_run_of_an_atomic_arrival_keeps_the_step_change(
+        durable_store: Store) -> None:
+    """An action fails, and then the store fails opening the first savepoint of the run again: the step change
+    is written on its own and the entry dispatched after that commit."""
+    store = durable_store
+    seed(store, "T1")
+    calls: list[str] = []
+    flaky = flaky_mod.FlakyStore(store)
+    rt, sink = make_runtime(flaky, {"ensure_seats": _refuse_seats(calls)}, transactional=True)
+    flaky.fail_on("unit", skip=2)  # the first run's transaction, the second's, then its first savepoint
+    result = within(20, lambda: rt.move("T1", "review", session_id="S1"))
+    flaky.heal()
+    assert flaky.raised == ["unit"]
+    assert [e.get("code") for e in errors_of(sink)] == ["arrival_retried"]
+    assert result.status == "moved" and result.entry is not None and result.entry.status == "dispatched"
+    assert result.entry.failed == (("ensure_seats", "no seat today"),)
+    assert len(calls) == 2  # once in the undone transaction, once in the entry after the step change's commit
+    assert [(r.from_step_id, r.to_step_id) for r in store.ledger("T1")] == [("work", "review")]
+    assert {p: m.state for p, m in store.markers(result.ledger_id).items()} == {  # type: ignore[arg-type]
+        0: "done", 1: "failed", 2: "done"}
+    assert sorted(r.agent for r in store.runs("T1")) == list(REVIEWERS)
+    assert rt.counters.snapshot()["executor_failures"] == 1
+
+
 def _script(rt: Runtime) -> list[Any]:
     return [rt.create_task("N1", WF), rt.move("T1", "review", session_id="S1"),
             rt.record_decision("T1", agent="rev-a", role="reviewer", verdict="approved"),
@@ -745,14 +799,18 @@ def _script(rt: Runtime) -> list[Any]:
             rt.move("T2", "work", session_id="S2"), rt.switch_workflow("N1", WF, "review")]
 
 
-def test_both_arrival_shapes_give_the_same_results_records_and_counters(tmp_path: Path) -> None:
-    """`atomic_arrivals` changes how many transactions an arrival takes, not what a host sees."""
+@pytest.mark.parametrize("failing", [False, True])
+def test_both_arrival_shapes_give_the_same_results_records_and_counters(tmp_path: Path, failing: bool) -> None:
+    """`atomic_arrivals` changes how many transactions an arrival takes, not what a host sees (with an entry
+    action that fails, too)."""
     seen = []
     for atomic in (True, False):
         store = open_store(f"sqlite:///{tmp_path / f'shape-{atomic}.db'}")
         try:
             seed(store, "T1", "T2")
-            rt, sink = make_runtime(store, atomic=atomic)
+            calls: list[str] = []
+            rt, sink = make_runtime(store, {"ensure_seats": _refuse_seats(calls)} if failing else None,
+                                    transactional=True, atomic=atomic)
             results = _script(rt)
             records = [(r.kind, r.level, r.message, dict(r.fields)) for r in sink.records]
             seen.append((results, records, rt.counters.snapshot(), store.runs(), store.ledger()))
