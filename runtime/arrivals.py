@@ -13,9 +13,12 @@ from .errors import (
     UnknownTaskError,
     UnknownWorkflowError,
 )
+from .frozen import builder
 from .plan import PlanStep
 from .results import ArrivalResult, EntryResult
 from .store import LedgerRow, MoveResult, Store, StoreError, TaskState
+
+_arrival = builder(ArrivalResult)  # the hot paths' constructors (frozen.builder)
 
 __all__ = ["Arrivals"]
 
@@ -165,10 +168,12 @@ class Arrivals(EntryDispatch):
         return self.store.ledger_row(row.id) == row and self.store.entry_record(row.id) is not None
 
     def _after_move(self, ledger: LedgerRow | None, task_id: str, from_step: str | None, session_id: str | None,
-                    *, dispatch: bool = True, entered: Entered | None = None) -> ArrivalResult:
+                    *, dispatch: bool = True, entered: Entered | None = None,
+                    counts: tuple[str, ...] = ("arrivals",)) -> ArrivalResult:
+        """An arrival committed: its record, its entry, its result.  `counts`: the counters it adds."""
         if ledger is None:
             return ArrivalResult("same_step", task_id, from_step, from_step)
-        self.counters.add("arrivals")
+        self.counters.add_each(counts)
         if self.sinks:
             self.emit("arrival", "info", task=task_id, **{"from": ledger.from_step_id}, to=ledger.to_step_id,
                       ledger_id=ledger.id, route=ledger.route, workflow=ledger.to_workflow_id, session=session_id)
@@ -184,7 +189,7 @@ class Arrivals(EntryDispatch):
                 entry = self._enter_empty(ledger, step, live)
             else:
                 entry = self._enter(ledger, session_live=live)
-        return ArrivalResult("moved", task_id, ledger.from_step_id, ledger.to_step_id, ledger.id, entry)
+        return _arrival("moved", task_id, ledger.from_step_id, ledger.to_step_id, ledger.id, entry)
 
 
 class _Refused(Exception):

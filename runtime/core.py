@@ -19,6 +19,7 @@ from .errors import (
     UnknownWorkflowError,
 )
 from .executors import ActionContext, Directory, Effect, ExecutorRegistry, StaticDirectory
+from .frozen import builder
 from .plan import (
     Plan,
     PlanAction,
@@ -27,6 +28,8 @@ from .plan import (
 )
 from .records import MESSAGES, Counters, Level, LoguruSink, Record, RecordSink
 from .store import Store, StoreError, TaskState
+
+_new_context = builder(ActionContext)  # the hot paths' constructor (frozen.builder)
 
 __all__ = ["Loader"]
 
@@ -204,10 +207,9 @@ class _Core:
                  store: Store | None = None) -> ActionContext:
         # positional: ActionContext's field order (kind, task, workflow_id, step_id, trigger, position,
         # idempotency_key, entry_id, operation_id, session_id, payload, store, runtime, directory, workflow_steps)
-        return ActionContext(action.kind, task, workflow_id, step_id, trigger, action.position, key, entry_id,
-                             operation_id, session_id, {} if payload is None else payload, store, self,
-                             self.directory,  # type: ignore[arg-type]
-                             self._step_ids.get(workflow_id) or (step_id,))
+        return _new_context(action.kind, task, workflow_id, step_id, trigger, action.position, key, entry_id,
+                            operation_id, session_id, {} if payload is None else payload, store, self,
+                            self.directory, self._step_ids.get(workflow_id) or (step_id,))
 
     def _record_failure(self, failure: _Failure, task_id: str, session_id: str | None, kind: str) -> None:
         self.counters.add("executor_failures")

@@ -14,6 +14,7 @@ from .errors import (
     RuntimeFault,
 )
 from .executors import Effect
+from .frozen import builder
 from .plan import (
     PlanAction,
     PlanStep,
@@ -21,6 +22,9 @@ from .plan import (
 from .records import Level
 from .results import EntryResult, RecoverResult
 from .store import EntryRecord, LedgerRow, Marker, Store, StoreError, TaskState
+
+_entry_record = builder(EntryRecord)  # the hot paths' constructors (frozen.builder)
+_entry_result = builder(EntryResult)
 
 __all__ = ["EntryDispatch", "Pending"]
 
@@ -123,7 +127,7 @@ class EntryDispatch(_Core):
         """An entry with nothing to dispatch: the entry record alone, one statement."""
         assert row.to_workflow_id is not None
         try:
-            if not self.store.record_entry(EntryRecord(row.id, row.task_id, row.to_workflow_id, step.id, ())):
+            if not self.store.record_entry(_entry_record(row.id, row.task_id, row.to_workflow_id, step.id, ())):
                 return self._redelivered(row)
         except StoreError as exc:
             self.emit("error", "error", "entry dispatch interrupted: the store failed; `recover` will finish it",
@@ -136,7 +140,7 @@ class EntryDispatch(_Core):
                           entry_id=row.id, session=row.session_id)
             self.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=[], failed=[],
                       workflow=row.to_workflow_id, session=row.session_id)
-        return EntryResult(row.id, "dispatched")
+        return _entry_result(row.id, "dispatched")
 
     def _enter_atomically(self, row: LedgerRow, step: PlanStep, *, session_live: bool) -> EntryResult:
         """Dispatch an entry whose actions are all store-backed in ONE transaction: each action in a
@@ -179,6 +183,7 @@ class EntryDispatch(_Core):
                 if bare:
                     self._entry_action_bare(tx, row, task, step, action, pending)
                     continue
+                error: str | None
                 if known is not None and action.position == known.position:
                     error = self._failed_in(known.failure, row, task, action.kind, pending)
                 else:
@@ -187,7 +192,7 @@ class EntryDispatch(_Core):
                 error = self._entry_action_in(tx, row, task, step, action, markers.get(action.position), pending)
             if error is not None:
                 failed.append((action.kind, error))
-        record = EntryRecord(row.id, row.task_id, row.to_workflow_id, step.id, tuple(attempted), tuple(failed))
+        record = _entry_record(row.id, row.task_id, row.to_workflow_id, step.id, tuple(attempted), tuple(failed))
         if not tx.record_entry(record):
             raise _Redelivered  # another delivery recorded it meanwhile: undo ours
         return record.attempted, record.failed
@@ -210,7 +215,7 @@ class EntryDispatch(_Core):
             self.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=list(attempted),
                       failed=[{"kind": k, "error": e} for k, e in failed], workflow=row.to_workflow_id,
                       session=row.session_id)
-        return EntryResult(row.id, "dispatched", attempted, failed)
+        return _entry_result(row.id, "dispatched", attempted, failed)
 
     def _entry_action_bare(self, tx: Store, row: LedgerRow, task: TaskState, step: PlanStep, action: PlanAction,
                            pending: list[Pending]) -> None:

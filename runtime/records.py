@@ -129,6 +129,15 @@ class Counters:
             values = self._register().values
         values[name] = values.get(name, 0) + n
 
+    def add_each(self, names: tuple[str, ...]) -> None:
+        """Add one to each of `names`."""
+        try:
+            values = self._local.values
+        except AttributeError:
+            values = self._register().values
+        for name in names:
+            values[name] = values.get(name, 0) + 1
+
     def skip(self, guard: str) -> None:
         try:
             skips = self._local.skips

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -18,11 +18,14 @@ from .errors import (
     UnknownTaskError,
     UnknownTriggerError,
 )
+from .frozen import builder
 from .plan import PlanAction, value_problem
 from .quorum import evaluate as evaluate_quorum
 from .records import MESSAGES, Level
 from .results import ArrivalResult, FireResult
 from .store import StoreError, TaskState
+
+_fire_result = builder(FireResult)  # the hot path's constructor (frozen.builder)
 
 __all__ = ["TriggerDispatch"]
 
@@ -91,8 +94,10 @@ class TriggerDispatch(Arrivals):
             handler = NO_HANDLER
         actions = handler.actions
         registered = self.executors.entries
+        missing = False
         for kind in handler.kinds:  # the pre-dispatch walk: warns even on an idempotent replay
             if kind not in registered:
+                missing = True
                 self._warn_missing(wf_id, step_id, kind, task.id, session_id)
         if operation_id and self.store.operation_applied(operation_id):
             self.counters.add("idempotent")
@@ -103,8 +108,8 @@ class TriggerDispatch(Arrivals):
             return FireResult("idempotent", trigger, task.id, step_id, operation_id)
         # a plain handler's target is known; otherwise transitions are chosen in the walk, guards evaluated in order
         target, chosen = handler.target, handler.plain
-        executed: list[str] = []
-        for action in handler.runs if chosen else actions:
+        walk = handler.runs if chosen else actions
+        for at, action in enumerate(walk):
             if action.action_class == "transition":
                 if chosen or action.requires_approval:
                     continue
@@ -134,13 +139,12 @@ class TriggerDispatch(Arrivals):
                     str(exc) if isinstance(exc, (ActionFailed, StoreError)) else f"{type(exc).__name__}: {exc}",
                     panic=not isinstance(exc, (ActionFailed, StoreError)))
                 self._record_failure(failure, task.id, session_id, action.kind)
+                executed = _ran(walk[:at], registered)
                 self.emit("dispatch", "error", MESSAGES["dispatch_error"], trigger=trigger, task=task.id,
-                          session=session_id, step=step_id, operation_id=operation_id, actions=executed,
+                          session=session_id, step=step_id, operation_id=operation_id, actions=list(executed),
                           failed_kind=action.kind, error=failure.message)
                 self._outcome(outcome_label, trigger, "error", task.id, operation_id)
-                return FireResult("error", trigger, task.id, step_id, operation_id, tuple(executed),
-                                  error=failure.message)
-            executed.append(action.kind)
+                return FireResult("error", trigger, task.id, step_id, operation_id, executed, error=failure.message)
             if effects:
                 self._emit_effects(effects, action.kind, task.id, step_id, operation_id=operation_id)
         self.counters.add("dispatches")
@@ -167,8 +171,8 @@ class TriggerDispatch(Arrivals):
                                               actor_id=session_id, session_id=session_id, expected_step_id=step_id,
                                               operation_id=operation_id, operation_trigger=trigger)
             if result.status == "moved":
-                self.counters.add("transitions")
-                arrival = self._after_move(result.ledger, task_id, step_id, session_id, entered=entered)
+                arrival = self._after_move(result.ledger, task_id, step_id, session_id, entered=entered,
+                                           counts=_TRANSITION)
             else:
                 if operation_id:
                     self.store.mark_operation(operation_id, task_id=task.id, trigger=trigger)
@@ -178,7 +182,8 @@ class TriggerDispatch(Arrivals):
             self.store.mark_operation(operation_id, task_id=task.id, trigger=trigger)
         if self.sinks:
             self._outcome(outcome_label, trigger, "dispatched", task.id, operation_id)
-        return FireResult("dispatched", trigger, task.id, step_id, operation_id, tuple(executed), arrival)
+        executed = _ran(handler.runs, registered) if missing else handler.kinds  # every action ran that had an executor
+        return _fire_result("dispatched", trigger, task.id, step_id, operation_id, executed, arrival)
 
     def _outcome(self, label: Mapping[str, Any] | None, trigger: str, result: str, task_id: str,
                  operation_id: str | None) -> None:
@@ -194,3 +199,12 @@ class TriggerDispatch(Arrivals):
         decisions = self.store.decisions(task.id, step_id)
         return evaluate_quorum(role=guard.role, threshold=guard.threshold, count=guard.count,
                                participants=participants, decisions=decisions, task_id=task.id, step_id=step_id)
+
+
+_TRANSITION = ("transitions", "arrivals")
+"""The counters a fired transition's arrival adds."""
+
+
+def _ran(walked: Sequence[PlanAction], registered: Mapping[str, Any]) -> tuple[str, ...]:
+    """The kinds of the walked actions that ran: those with an executor (transitions do not run)."""
+    return tuple(a.kind for a in walked if a.action_class != "transition" and a.kind in registered)

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from interlock.runtime.frozen import builder
 from interlock.runtime.store import (
     Decision,
     EntryRecord,
@@ -52,6 +53,10 @@ from ._common import (
     payload_value,
     steps_tuple,
 )
+
+_task_state = builder(TaskState)  # the hot paths' constructors (interlock.runtime.frozen.builder)
+_ledger_row = builder(LedgerRow)
+_move_result = builder(MoveResult)
 
 __all__ = ["MemoryStore"]
 
@@ -178,7 +183,7 @@ class MemoryStore:
             row = None
             from_wf, from_step = task.workflow_id, task.step_id
             if from_wf != to_wf or from_step != to_step:
-                moved = TaskState(task_id, to_wf, to_step, task.description, task.is_from_office,
+                moved = _task_state(task_id, to_wf, to_step, task.description, task.is_from_office,
                                   task.is_ephemeral, task.archived)
                 if self._undo is None:
                     self._tasks[task_id] = moved
@@ -190,12 +195,12 @@ class MemoryStore:
                 task = moved
             if operation_id is not None:
                 self._mark(operation_id, task_id, operation_trigger)
-            return MoveResult("moved" if row is not None else "same_step", row, task)
+            return _move_result("moved" if row is not None else "same_step", row, task)
 
     def _write_ledger(self, task_id: str, from_wf: str | None, from_step: str | None, to_wf: str | None,
                       to_step: str | None, route: str, actor_kind: str, actor_id: str | None,
                       session_id: str | None) -> LedgerRow:
-        row = LedgerRow(next(self._ledger_ids), task_id, from_wf, from_step, to_wf, to_step, route,
+        row = _ledger_row(next(self._ledger_ids), task_id, from_wf, from_step, to_wf, to_step, route,
                         actor_kind or "system", actor_id, session_id)
         rows = self._ledger_by_task.get(task_id)
         if rows is None:

@@ -51,6 +51,7 @@ from sqlalchemy import Engine, event
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
+from interlock.runtime.frozen import builder
 from interlock.runtime.store import (
     Decision,
     EntryRecord,
@@ -83,6 +84,10 @@ from ._common import (
 )
 from .engine import ADVISORY_NAMESPACE, make_engine, memory_lock, store_error
 from .migrate import check_schema
+
+_task_state = builder(TaskState)  # the hot paths' constructors (interlock.runtime.frozen.builder)
+_ledger_row = builder(LedgerRow)
+_move_result = builder(MoveResult)
 
 __all__ = ["SqlStore"]
 
@@ -698,12 +703,13 @@ class SqlStore:
                 if is_arrival(from_wf, from_step, to_wf, to_step):
                     row = self._write_ledger(tx, task_id, from_wf, from_step, to_wf, to_step, route,
                                              actor_kind or "system", actor_id, session_id, now)
-                task = TaskState(found[0], to_wf, to_step, found[3], bool(found[4]), bool(found[5]), bool(found[6]))
+                task = _task_state(found[0], to_wf, to_step, found[3], bool(found[4]), bool(found[5]),
+                                   bool(found[6]))
             else:
                 task = _task(found)
             if operation_id is not None:
                 self._mark(tx, operation_id, task_id, operation_trigger, now)
-        return MoveResult("moved" if row is not None else "same_step", row, task)
+        return _move_result("moved" if row is not None else "same_step", row, task)
 
     def _advisory_lock(self, tx: _Tx, space: int, *key: str) -> None:
         """PostgreSQL: serialise this transaction with others on the same key (SQLite writers are serial already)."""
@@ -730,7 +736,7 @@ class SqlStore:
             "task_id": task_id, "from_workflow_id": from_wf, "from_step_id": from_step, "to_workflow_id": to_wf,
             "to_step_id": to_step, "route": route, "actor_kind": actor_kind, "actor_id": actor_id,
             "session_id": session_id, "now": now})
-        return LedgerRow(ledger_id, task_id, from_wf, from_step, to_wf, to_step, route, actor_kind, actor_id,
+        return _ledger_row(ledger_id, task_id, from_wf, from_step, to_wf, to_step, route, actor_kind, actor_id,
                          session_id)
 
     def ledger_row(self, ledger_id: int) -> LedgerRow | None:
