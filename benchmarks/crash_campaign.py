@@ -78,6 +78,7 @@ def campaign(backend: str, trials: int, seed: int, *, targeted: bool, fsync: boo
         c.calibrate("tx")
         c.calibrate("split")
         c.calibrate("host")
+        c.calibrate("retry")
         runs = [c.trial(s) for s in range(seed, seed + trials)]
         if targeted:
             runs += [c.run(t) for t in c.targeted()]

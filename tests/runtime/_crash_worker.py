@@ -30,7 +30,10 @@ in one transaction of its own, each action with its marker; `host` (atomic arriv
 shapes, since only the entries with the host executor are entered after the commit) registers
 `ensure_seats` as a host (non-transactional) executor that logs `X <idempotency key>` to the
 journal, so the entry takes the action-by-action path, where a crash between the marker's claim
-and its finish leaves the outcome unknown (ADR 0008 §4: recorded as failed, never re-run: at most once).
+and its finish leaves the outcome unknown (ADR 0008 §4: recorded as failed, never re-run: at most once);
+`retry` is `tx` with a store-backed `ensure_seats` that writes the seat and then fails, so every entry
+into approval takes the failure path of an atomic arrival (ADR 0010: the transaction is undone and run
+again with savepoints): the seat must never survive, the failure must be recorded once.
 """
 
 from __future__ import annotations
@@ -213,12 +216,17 @@ def read_journal(path: str | Path) -> JournalView:
     return view
 
 
+RETRY_FAILURE = "refused after writing the seat"
+"""The failure of the `retry` variant's `ensure_seats`."""
+
+
 # ---- the runtime of a worker (and of the parent after a restart) ----------------------------------------
 
 
 def build_runtime(store: Any, plan: Any, variant: str, journal: Journal | None) -> Any:
     from interlock.runtime.api import Runtime
     from interlock.runtime.builtins import ensure_seats
+    from interlock.runtime.errors import ActionFailed
     from interlock.runtime.executors import ExecutorRegistry, StaticDirectory
 
     registry = ExecutorRegistry()
@@ -231,6 +239,12 @@ def build_runtime(store: Any, plan: Any, variant: str, journal: Journal | None) 
             return effects
 
         registry.register("ensure_seats", host_ensure_seats)
+    if variant == "retry":
+        def failing_ensure_seats(args: Mapping[str, Any], ctx: Any) -> Any:
+            ensure_seats(args, ctx)  # written in the entry's transaction: the failure must undo it
+            raise ActionFailed(RETRY_FAILURE)
+
+        registry.register("ensure_seats", failing_ensure_seats, transactional=True)
     return Runtime(plan, store, executors=registry, directory=StaticDirectory(primary=PRIMARY, ceo=CEO), sinks=[],
                    executor_timeout=None, atomic_arrivals=variant != "split")
 
@@ -578,7 +592,7 @@ def check_recovered(snap: Snapshot, plan: Any, variant: str, view: JournalView, 
         want = dict(kinds[row["to_step_id"]])
         # entered in its arrival's transaction (ADR 0010): no marker, the entry record stands for every position;
         # `host` mixes both shapes: entries with the host executor are entered after the commit
-        atomic = variant == "tx" or (variant == "host" and "ensure_seats" not in want.values())
+        atomic = variant in ("tx", "retry") or (variant == "host" and "ensure_seats" not in want.values())
         if atomic:
             if got:
                 problems.append(f"entry {entry_id}: markers {sorted(got)} for an entry of its arrival's transaction")
@@ -592,6 +606,8 @@ def check_recovered(snap: Snapshot, plan: Any, variant: str, view: JournalView, 
                 problems.append(f"entry {entry_id}: marker {position} ({marker['kind']}) is {marker['state']} "
                                 f"({marker['error']})")
         allowed = [["ensure_seats", f] for _, f in failed if variant == "host" and f.startswith(IN_PROGRESS_PREFIX)]
+        if variant == "retry" and "ensure_seats" in want.values():
+            allowed = [["ensure_seats", RETRY_FAILURE]]
         if failed != allowed:
             problems.append(f"entry {entry_id} ({row['task_id']} -> {row['to_step_id']}): failed {failed}")
     for marker in snap.markers:
@@ -604,6 +620,8 @@ def check_recovered(snap: Snapshot, plan: Any, variant: str, view: JournalView, 
         seats_of[task] = {"review": set(REVIEWERS), "approval": {s["agent"] for s in per_task}}
         if len(per_task) > 1:
             problems.append(f"{task}: {len(per_task)} approver seats (ensure_seats ran twice): {per_task}")
+        if variant == "retry" and per_task:
+            problems.append(f"{task}: the seat of a failed ensure_seats survived its undoing: {per_task}")
         approval_entries = [e for e in snap.entries.values() if e["task_id"] == task and e["step_id"] == "approval"]
         if approval_entries and not per_task and not any("ensure_seats" in e["failed"] for e in approval_entries):
             problems.append(f"{task}: entered approval but no approver seat was ensured")
@@ -817,7 +835,7 @@ class Campaign:
     def plan_trial(self, seed: int) -> Trial:
         rng = random.Random(seed)
         draw = rng.random()
-        variant = "host" if draw < 0.3 else "split" if draw < 0.55 else "tx"
+        variant = "host" if draw < 0.25 else "split" if draw < 0.45 else "retry" if draw < 0.65 else "tx"
         trial = Trial(seed, self.backend, variant, "timed" if rng.random() < 0.5 else "point")
         trial.delay = rng.uniform(0.0, self.elapsed[variant])
         trial.kill_at = rng.randint(1, self.points[variant])

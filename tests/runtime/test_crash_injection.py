@@ -86,6 +86,7 @@ def campaign(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         c.calibrate("tx")
         c.calibrate("split")
         c.calibrate("host")
+        c.calibrate("retry")
         yield c
 
 
@@ -103,7 +104,7 @@ def test_random_kills_break_no_invariant(campaign: Any) -> None:
     assert not any(t.problems for t in trials), _report(trials)
     killed = [t for t in trials if t.code == -9]
     assert len(killed) >= 0.5 * len(trials), Counter(t.code for t in trials)  # timed kills may land after the end
-    assert {t.variant for t in trials} == {"tx", "split", "host"}
+    assert {t.variant for t in trials} == {"tx", "split", "host", "retry"}
     assert sum(t.double for t in trials) >= 0.1 * len(trials)  # a crash during `recover` too
     # the kills landed in every phase of an arrival (the moment between a commit and its entry dispatch is
     # rare among the points: the next test kills there at each arrival), and in every kind of call
