@@ -161,7 +161,7 @@ def _require_pyinstrument() -> Any:
 # ---- figure: check-startup ----------------------------------------------------------------------
 
 
-_CLI_CODE = "from interlock.cli import main; raise SystemExit(main())"
+_CLI_CODE = "from interlock.cli import console; console()"
 # `-P`: with `-c` the working directory (the checkout) would otherwise come first on sys.path
 # and could shadow the installed package.
 

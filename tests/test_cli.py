@@ -212,3 +212,22 @@ def test_plan_of_unknown_version_or_corrupted(capsys: pytest.CaptureFixture[str]
     edited = text.replace('"work"', '"wrok"', 1)
     with pytest.raises(PlanError, match="modified or truncated"):
         load_plan(edited)
+
+
+def test_the_console_script_freezes_the_front_end_and_an_in_process_call_leaves_the_collector_alone() -> None:
+    """`interlock` (one process, one command) imports the front end with the collector paused and freezes it;
+    `main()` called by a host in its own process changes nothing of its garbage collector."""
+    import gc
+
+    frozen, enabled = gc.get_freeze_count(), gc.isenabled()
+    assert main(["check", "-q", str(EXAMPLES / "office_default.wf")]) == 0
+    assert (gc.get_freeze_count(), gc.isenabled()) == (frozen, enabled)
+    code = ("import gc, sys\n"
+            "sys.argv = ['interlock', 'check', '-q', sys.argv[1]]\n"
+            "from interlock.cli import console\n"
+            "try:\n    console()\n"
+            "except SystemExit as done:\n"
+            "    print(done.code, 'interlock.compiler' in sys.modules, gc.get_freeze_count() > 1000, gc.isenabled())\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(EXAMPLES / "office_default.wf")], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.stdout.split() == ["0", "True", "True", "True"], proc.stdout + proc.stderr

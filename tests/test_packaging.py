@@ -159,7 +159,7 @@ def test_wheel_top_level_txt_names_only_interlock(wheel: Path) -> None:
         if top_level in names:
             assert zf.read(top_level).decode().split() == ["interlock"]
         entry_points = zf.read(f"interlock-{VERSION}.dist-info/entry_points.txt").decode()
-    assert "interlock = interlock.cli:main" in entry_points
+    assert "interlock = interlock.cli:console" in entry_points
 
 
 @pytest.mark.parametrize("name", REQUIRED_DATA)
