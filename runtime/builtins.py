@@ -16,7 +16,10 @@ from typing import Any
 
 from .errors import ActionFailed
 from .executors import ActionContext, Effect, ExecutorRegistry, StaticDirectory
+from .frozen import builder
 from .store import Participant, QueuedRun, Store
+
+_queued_run = builder(QueuedRun)  # the hot path's constructor (frozen.builder)
 
 __all__ = ["register_builtins", "BUILTIN_KINDS", "run_key", "merged_participants"]
 
@@ -79,8 +82,7 @@ def _enqueue(ctx: ActionContext, store: Store, task_id: str, step_id: str, agent
         import uuid
 
         key = f"anon:{uuid.uuid4().hex}"
-    run = QueuedRun(key=key, task_id=task_id, step_id=step_id, agent=agent, reason=reason, payload=dict(payload),
-                    entry_id=ctx.entry_id, operation_id=ctx.operation_id)
+    run = _queued_run(key, task_id, step_id, agent, reason, dict(payload), ctx.entry_id, ctx.operation_id)
     if not store.enqueue_run(run):
         return None
     return {"kind": kind, "agent": agent, "reason": reason, "key": key, "target_task": task_id}

@@ -202,7 +202,7 @@ class _Tx:
     """One pooled DBAPI connection (`fairy`) the store works on: its cursor, the savepoint depth of its open
     transaction, whether it was found dead, and (SQLite) the task row last read in that transaction."""
 
-    __slots__ = ("cursor", "dbapi", "dead", "depth", "fairy", "stamp", "task_row")
+    __slots__ = ("bound", "cursor", "dbapi", "dead", "depth", "fairy", "stamp", "task_row")
 
     def __init__(self, fairy: Any) -> None:
         self.fairy = fairy
@@ -214,6 +214,7 @@ class _Tx:
         # SQLite: the task row `get_task` read in this transaction, until anything writes a task.  BEGIN IMMEDIATE
         # holds the database's write lock, so nothing else can change it: `move_task` need not read it again.
         self.task_row: tuple[Any, ...] | None = None
+        self.bound: SqlStore | None = None  # the store bound to this connection's units (made once)
 
 
 _ALL_SHARED: weakref.WeakSet[_Shared] = weakref.WeakSet()
@@ -581,7 +582,10 @@ class SqlStore:
 
     @classmethod
     def _bound(cls, shared: _Shared, tx: _Tx) -> SqlStore:
-        store = cls.__new__(cls)
+        store = tx.bound
+        if store is not None:
+            return store
+        store = tx.bound = cls.__new__(cls)
         store._shared = shared
         store._conn = tx
         store._owns_engine = False
