@@ -130,14 +130,17 @@ class Arrivals(EntryDispatch):
                             or row.to_step_id is None or result.task is None or not self._all_transactional(step)):
                         return result, None
                     attempted, failed = self._entry_in(tx, row, result.task, step, None, pending,
-                                                       bare=failed_in is None,
+                                                       bare=known is None and self._all_replayable(step),
                                                        known=known if failed_in is step else None)
                     committing = True
             except _Retry as retry:  # undone: again, with savepoints (the task may have moved meanwhile)
                 known, failed_in = retry, step
                 continue
             except Exception as exc:  # a fresh row cannot have a record (`_Redelivered`): a store fault too
-                return self._arrival_failed(exc, write, task_id, session_id, result, step, pending, wrote,
+                # A store fault in the run again counts as one after the step change was written (the first run
+                # wrote it): the step change is then written on its own, never given up.
+                return self._arrival_failed(exc, write, task_id, session_id, result, step, pending,
+                                            wrote or (known is not None and isinstance(exc, StoreError)),
                                             committing, attempted if committing else (),
                                             failed if committing else ())
             assert step is not None

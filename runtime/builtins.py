@@ -186,9 +186,11 @@ def queue_run_for_each_participant(args: Mapping[str, Any], ctx: ActionContext) 
 
 
 def register_builtins(registry: ExecutorRegistry) -> ExecutorRegistry:
-    """Register the store-backed executors (transactional) on `registry` and return it."""
-    registry.register("clear_decisions", clear_decisions, transactional=True)
-    registry.register("ensure_seats", ensure_seats, transactional=True)
-    registry.register("queue_run", queue_run, transactional=True)
-    registry.register("queue_run_for_each_participant", queue_run_for_each_participant, transactional=True)
+    """Register the store-backed executors (transactional and replayable: their effects are their store writes)
+    on `registry` and return it."""
+    registry.register("clear_decisions", clear_decisions, transactional=True, replayable=True)
+    registry.register("ensure_seats", ensure_seats, transactional=True, replayable=True)
+    registry.register("queue_run", queue_run, transactional=True, replayable=True)
+    registry.register("queue_run_for_each_participant", queue_run_for_each_participant, transactional=True,
+                      replayable=True)
     return registry

@@ -138,7 +138,7 @@ class _Core:
                 if kind not in self.executors:
                     fn = defaults.get(kind)
                     assert fn is not None
-                    self.executors.register(kind, fn, transactional=True)
+                    self.executors.register(kind, fn, transactional=True, replayable=defaults.is_replayable(kind))
         self.loaders: dict[str, Loader] = dict(loaders or {})
         self.directory: Directory = directory or StaticDirectory()
         self.sinks: list[RecordSink] = list(sinks) if sinks is not None else [LoguruSink()]

@@ -117,6 +117,12 @@ class EntryDispatch(_Core):
         is_tx = self.executors.is_transactional
         return all(is_tx(a.kind) for a in step.entry_dispatch)
 
+    def _all_replayable(self, step: PlanStep) -> bool:
+        """Every dispatched entry action has a replayable executor (`ExecutorRegistry`): the entry may run without
+        savepoints, and run again with them if an action fails."""
+        is_replayable = self.executors.is_replayable
+        return all(is_replayable(a.kind) for a in step.entry_dispatch)
+
     def _redelivered(self, row: LedgerRow) -> EntryResult:
         self.counters.add("redeliveries_discarded")
         self.emit("redelivery_discarded", "info", task=row.task_id, entry_id=row.id, step=row.to_step_id,

@@ -82,19 +82,29 @@ class StaticDirectory:
 class RegisteredExecutor:
     fn: Executor
     transactional: bool
+    replayable: bool = False
 
 
 class ExecutorRegistry:
     """One executor per action kind.  Transactional executors run inside the store unit
-    that also writes the action's durable marker (their effects are exactly-once)."""
+    that also writes the action's durable marker (their effects are exactly-once).
+
+    A *replayable* executor is a transactional one whose only effects are its writes through
+    `ctx.store`: it keeps no state of its own between calls, calls no runtime method and
+    records nothing elsewhere.  An entry whose actions are all replayable runs without a
+    savepoint per action; if one fails, the transaction is undone and run again with
+    savepoints, so the actions before the failed one are called a second time (ADR 0010).
+    The built-ins are replayable."""
 
     def __init__(self) -> None:
         self._entries: dict[str, RegisteredExecutor] = {}
         self.entries: Mapping[str, RegisteredExecutor] = MappingProxyType(self._entries)
         """Kind -> registered executor: a read-only live view (the runtime's hot path reads it directly)."""
 
-    def register(self, kind: str, fn: Executor, *, transactional: bool = False) -> None:
-        self._entries[kind] = RegisteredExecutor(fn, transactional)
+    def register(self, kind: str, fn: Executor, *, transactional: bool = False, replayable: bool = False) -> None:
+        if replayable and not transactional:
+            raise ValueError(f"executor `{kind}`: only a transactional executor can be replayable")
+        self._entries[kind] = RegisteredExecutor(fn, transactional, replayable)
 
     def unregister(self, kind: str) -> None:
         self._entries.pop(kind, None)
@@ -106,6 +116,10 @@ class ExecutorRegistry:
     def is_transactional(self, kind: str) -> bool:
         entry = self._entries.get(kind)
         return bool(entry and entry.transactional)
+
+    def is_replayable(self, kind: str) -> bool:
+        entry = self._entries.get(kind)
+        return bool(entry and entry.replayable)
 
     def kinds(self) -> list[str]:
         return sorted(self._entries)

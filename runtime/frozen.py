@@ -79,8 +79,12 @@ def fast_init(cls: type[T]) -> type[T]:
     init.__annotations__ = dict(original.__annotations__)
     init.__signature__ = inspect.signature(original)  # defaults shown as the dataclass shows them
     cls.__init__ = init  # type: ignore[method-assign]
-    build = names["_Builder"] if cls.__bases__ == (object,) else cls
-    build.__qualname__ = build.__name__ = f"{cls.__qualname__}._builder"
+    if cls.__bases__ == (object,):  # the same layout as `cls`: the twin's instances can become `cls`'s
+        build = names["_Builder"]
+        build.__qualname__ = build.__name__ = f"{cls.__qualname__}._builder"
+        build.__init__.__qualname__ = f"{cls.__qualname__}.__init__"  # what a TypeError for a bad call names
+    else:  # another base: no twin, the class itself (its fast_init __init__)
+        build = cls
     type.__setattr__(cls, "_fast_builder", build)
     return cls
 

@@ -115,6 +115,7 @@ class _Sim:
             elif name in registry:
                 fn = registry.get(name)
                 assert fn is not None
+                # a fault keeps count of calls: never replayable (a run again would move the count)
                 registry.register(name, self.faults.wrap(name, fn), transactional=registry.is_transactional(name))
             else:
                 raise ScenarioError(f"executors: `{name}` is not an action kind of the plan")

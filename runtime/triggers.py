@@ -94,10 +94,8 @@ class TriggerDispatch(Arrivals):
             handler = NO_HANDLER
         actions = handler.actions
         registered = self.executors.entries
-        missing = False
         for kind in handler.kinds:  # the pre-dispatch walk: warns even on an idempotent replay
             if kind not in registered:
-                missing = True
                 self._warn_missing(wf_id, step_id, kind, task.id, session_id)
         if operation_id and self.store.operation_applied(operation_id):
             self.counters.add("idempotent")
@@ -109,6 +107,7 @@ class TriggerDispatch(Arrivals):
         # a plain handler's target is known; otherwise transitions are chosen in the walk, guards evaluated in order
         target, chosen = handler.target, handler.plain
         walk = handler.runs if chosen else actions
+        executed: list[str] | None = None  # the kinds that ran; None: every non-transition action walked so far
         for at, action in enumerate(walk):
             if action.action_class == "transition":
                 if chosen or action.requires_approval:
@@ -122,6 +121,8 @@ class TriggerDispatch(Arrivals):
                 continue
             executor = registered.get(action.kind)
             if executor is None:
+                if executed is None:
+                    executed = _ran(walk[:at])
                 continue
             key = f"{operation_id}:{action.position}:{action.kind}" if operation_id else None
             ctx = self._context(action, task, wf_id, step_id, trigger, None, operation_id, session_id, payload, key)
@@ -139,12 +140,14 @@ class TriggerDispatch(Arrivals):
                     str(exc) if isinstance(exc, (ActionFailed, StoreError)) else f"{type(exc).__name__}: {exc}",
                     panic=not isinstance(exc, (ActionFailed, StoreError)))
                 self._record_failure(failure, task.id, session_id, action.kind)
-                executed = _ran(walk[:at], registered)
+                ran = tuple(executed if executed is not None else _ran(walk[:at]))
                 self.emit("dispatch", "error", MESSAGES["dispatch_error"], trigger=trigger, task=task.id,
-                          session=session_id, step=step_id, operation_id=operation_id, actions=list(executed),
+                          session=session_id, step=step_id, operation_id=operation_id, actions=list(ran),
                           failed_kind=action.kind, error=failure.message)
                 self._outcome(outcome_label, trigger, "error", task.id, operation_id)
-                return FireResult("error", trigger, task.id, step_id, operation_id, executed, error=failure.message)
+                return FireResult("error", trigger, task.id, step_id, operation_id, ran, error=failure.message)
+            if executed is not None:
+                executed.append(action.kind)
             if effects:
                 self._emit_effects(effects, action.kind, task.id, step_id, operation_id=operation_id)
         self.counters.add("dispatches")
@@ -182,8 +185,8 @@ class TriggerDispatch(Arrivals):
             self.store.mark_operation(operation_id, task_id=task.id, trigger=trigger)
         if self.sinks:
             self._outcome(outcome_label, trigger, "dispatched", task.id, operation_id)
-        executed = _ran(handler.runs, registered) if missing else handler.kinds  # every action ran that had an executor
-        return _fire_result("dispatched", trigger, task.id, step_id, operation_id, executed, arrival)
+        return _fire_result("dispatched", trigger, task.id, step_id, operation_id,
+                            handler.kinds if executed is None else tuple(executed), arrival)
 
     def _outcome(self, label: Mapping[str, Any] | None, trigger: str, result: str, task_id: str,
                  operation_id: str | None) -> None:
@@ -205,6 +208,6 @@ _TRANSITION = ("transitions", "arrivals")
 """The counters a fired transition's arrival adds."""
 
 
-def _ran(walked: Sequence[PlanAction], registered: Mapping[str, Any]) -> tuple[str, ...]:
-    """The kinds of the walked actions that ran: those with an executor (transitions do not run)."""
-    return tuple(a.kind for a in walked if a.action_class != "transition" and a.kind in registered)
+def _ran(walked: Sequence[PlanAction]) -> list[str]:
+    """The kinds of walked actions that all ran (transitions do not run)."""
+    return [a.kind for a in walked if a.action_class != "transition"]

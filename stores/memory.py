@@ -242,8 +242,8 @@ class MemoryStore:
     def record_entry(self, record: EntryRecord) -> bool:
         """Insert the entry record; False if one exists already (nothing changed)."""
         # Stored as the SQL store hands it back (tuples of str); the runtime's own records are that already.
-        if type(record) is not EntryRecord or ((record.attempted or record.failed) and not (
-                type(record.attempted) is tuple and type(record.failed) is tuple and _plain(record))):
+        if (type(record) is not EntryRecord or type(record.attempted) is not tuple or type(record.failed) is not tuple
+                or ((record.attempted or record.failed) and not _plain(record))):
             record = replace(record, attempted=attempted_value(attempted_text(record.attempted)),
                              failed=failed_value(failed_text(record.failed)))
         entry_id = record.entry_id

@@ -244,7 +244,7 @@ def build_runtime(store: Any, plan: Any, variant: str, journal: Journal | None) 
             ensure_seats(args, ctx)  # written in the entry's transaction: the failure must undo it
             raise ActionFailed(RETRY_FAILURE)
 
-        registry.register("ensure_seats", failing_ensure_seats, transactional=True)
+        registry.register("ensure_seats", failing_ensure_seats, transactional=True, replayable=True)
     return Runtime(plan, store, executors=registry, directory=StaticDirectory(primary=PRIMARY, ceo=CEO), sinks=[],
                    executor_timeout=None, atomic_arrivals=variant != "split")
 

@@ -72,12 +72,12 @@ def seed(store: Store, *tasks: str, step: str = "work") -> None:
 
 def make_runtime(store: Store, executors: Mapping[str, Callable[..., Any]] | None = None, *,
                  transactional: bool = False, timeout: float | None = 10.0,
-                 atomic: bool = True) -> tuple[Runtime, ListSink]:
+                 atomic: bool = True, replayable: bool = False) -> tuple[Runtime, ListSink]:
     """`atomic=False`: the entry after the arrival's commit (RUNTIME.md §1's shape, which every destination with
     a host executor takes) instead of the arrival and its store-backed entry in one transaction (ADR 0010)."""
     registry = ExecutorRegistry()
     for kind, fn in (executors or {}).items():
-        registry.register(kind, fn, transactional=transactional)
+        registry.register(kind, fn, transactional=transactional, replayable=replayable)
     sink = ListSink()
     return Runtime(work.plan(), store, executors=registry, sinks=[sink], executor_timeout=timeout,
                    atomic_arrivals=atomic), sink
@@ -750,12 +750,20 @@ def test_an_atomic_entry_action_that_fails_is_called_once_and_its_entry_commits_
     store = durable_store
     seed(store, "T1")
     calls: list[str] = []
-    rt, sink = make_runtime(store, {"ensure_seats": _refuse_seats(calls)}, transactional=True)
+    cleared: list[str] = []
+
+    def clear(args: Any, ctx: ActionContext) -> Any:
+        cleared.append(ctx.idempotency_key or "")
+        return builtins.clear_decisions(args, ctx)
+
+    rt, sink = make_runtime(store, {"clear_decisions": clear, "ensure_seats": _refuse_seats(calls)},
+                            transactional=True, replayable=True)
     result = rt.move("T1", "review", session_id="S1")
     assert result.status == "moved" and result.entry is not None and result.entry.status == "dispatched"
     assert result.entry.attempted == ENTRY_KINDS
     assert result.entry.failed == (("ensure_seats", "no seat today"),)
     assert len(calls) == 1, calls
+    assert len(cleared) == 2, cleared  # replayable: run without savepoints, then again with them
     assert [(r.from_step_id, r.to_step_id) for r in store.ledger("T1")] == [("work", "review")]
     assert store.markers(result.ledger_id) == {}  # type: ignore[arg-type]  # one transaction: no markers
     assert sorted(r.agent for r in store.runs("T1")) == list(REVIEWERS)  # the actions after it ran, once
@@ -775,7 +783,7 @@ def test_a_store_failing_in_the_savepoint_run_of_an_atomic_arrival_keeps_the_ste
     seed(store, "T1")
     calls: list[str] = []
     flaky = flaky_mod.FlakyStore(store)
-    rt, sink = make_runtime(flaky, {"ensure_seats": _refuse_seats(calls)}, transactional=True)
+    rt, sink = make_runtime(flaky, {"ensure_seats": _refuse_seats(calls)}, transactional=True, replayable=True)
     flaky.fail_on("unit", skip=2)  # the first run's transaction, the second's, then its first savepoint
     result = within(20, lambda: rt.move("T1", "review", session_id="S1"))
     flaky.heal()
@@ -789,6 +797,65 @@ def test_a_store_failing_in_the_savepoint_run_of_an_atomic_arrival_keeps_the_ste
         0: "done", 1: "failed", 2: "done"}
     assert sorted(r.agent for r in store.runs("T1")) == list(REVIEWERS)
     assert rt.counters.snapshot()["executor_failures"] == 1
+
+
+@pytest.mark.parametrize("method", ["unit", "get_task", "move_task"])
+def test_a_store_failing_as_an_atomic_arrival_runs_again_keeps_the_step_change(
+        durable_store: Store, method: str) -> None:
+    """An action failed in the run without savepoints, and the store fails before the run again wrote anything:
+    the step change (which the first run had written) is written on its own, its entry dispatched after that."""
+    store = durable_store
+    seed(store, "T1")
+    calls: list[str] = []
+    flaky = flaky_mod.FlakyStore(store)
+    rt, sink = make_runtime(flaky, {"ensure_seats": _refuse_seats(calls)}, transactional=True, replayable=True)
+    flaky.fail_on(method, skip=1)  # the first run's call goes through; the run again's fails
+    result = within(20, lambda: rt.move("T1", "review", session_id="S1"))
+    flaky.heal()
+    assert flaky.raised == [method]
+    assert [e.get("code") for e in errors_of(sink)] == ["arrival_retried"]
+    assert result.status == "moved" and result.entry is not None and result.entry.status == "dispatched"
+    assert result.entry.failed == (("ensure_seats", "no seat today"),)
+    state = store.get_task("T1")
+    assert state is not None and state.step_id == "review"
+    assert [(r.from_step_id, r.to_step_id) for r in store.ledger("T1")] == [("work", "review")]
+    assert sorted(r.agent for r in store.runs("T1")) == list(REVIEWERS)
+    assert rt.counters.snapshot()["executor_failures"] == 1
+
+
+def test_the_builtins_are_replayable_and_only_a_transactional_executor_can_be(durable_store: Store) -> None:
+    rt, _sink = make_runtime(durable_store)
+    assert all(rt.executors.is_replayable(kind) for kind in builtins.BUILTIN_KINDS)
+    with pytest.raises(ValueError, match="only a transactional executor can be replayable"):
+        rt.executors.register("notify", lambda args, ctx: None, replayable=True)
+    rt.executors.register("notify", lambda args, ctx: None, transactional=True)
+    assert not rt.executors.is_replayable("notify")
+
+
+def test_an_entry_whose_actions_call_the_runtime_keeps_its_savepoints(durable_store: Store) -> None:
+    """A store-backed executor that is not replayable (here: it moves another task through the runtime) is never
+    called twice: its entry runs with a savepoint per action from the start, and a later failure is contained in
+    its own savepoint, as it always was."""
+    store = durable_store
+    seed(store, "T1", "T2")
+    calls: list[str] = []
+    nested: list[Any] = []
+
+    def move_the_other(args: Any, ctx: ActionContext) -> Any:
+        nested.append(ctx.runtime.move("T2", "backlog"))
+        return builtins.clear_decisions(args, ctx)
+
+    rt, sink = make_runtime(store, {"clear_decisions": move_the_other, "ensure_seats": _refuse_seats(calls)},
+                            transactional=True)
+    result = rt.move("T1", "review", session_id="S1")
+    assert result.entry is not None and result.entry.failed == (("ensure_seats", "no seat today"),)
+    assert len(nested) == 1 and len(calls) == 1
+    assert sorted((r.task_id, r.to_step_id) for r in store.ledger()) == [("T1", "review"), ("T2", "backlog")]
+    arrivals = [r.fields["task"] for r in sink.records if r.kind == "arrival"]
+    assert sorted(arrivals) == ["T1", "T2"], arrivals
+    snapshot = rt.counters.snapshot()
+    assert (snapshot["arrivals"], snapshot["executor_failures"]) == (2, 1), snapshot
+    assert all(store.ledger_row(r.fields["ledger_id"]) is not None for r in sink.records if r.kind == "arrival")
 
 
 def _script(rt: Runtime) -> list[Any]:
@@ -810,7 +877,7 @@ def test_both_arrival_shapes_give_the_same_results_records_and_counters(tmp_path
             seed(store, "T1", "T2")
             calls: list[str] = []
             rt, sink = make_runtime(store, {"ensure_seats": _refuse_seats(calls)} if failing else None,
-                                    transactional=True, atomic=atomic)
+                                    transactional=True, replayable=True, atomic=atomic)
             results = _script(rt)
             records = [(r.kind, r.level, r.message, dict(r.fields)) for r in sink.records]
             seen.append((results, records, rt.counters.snapshot(), store.runs(), store.ledger()))

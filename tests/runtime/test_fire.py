@@ -347,3 +347,14 @@ def test_dispatch_records_by_outcome(harness: Any) -> None:
     mark = h.mark()
     rt.fire("on_comment", "T", session_id="S1", payload=COMMENT, operation_id="op:info")
     assert h.since(mark, "dispatch") == [] and only_silent(h.since(mark))
+
+
+def test_the_actions_of_a_fire_are_those_that_ran_even_when_the_registry_changes_during_it(harness: Any) -> None:
+    """An executor unregistered while the fire runs (by an action before it) is skipped, and not listed."""
+    h = harness
+    rt = start(h)
+    h.recorder.hook("set_workflow_data", lambda ctx: ctx.runtime.executors.unregister("create_child_task"))
+    result = rt.fire("on_comment", "T", session_id="S1", payload=COMMENT, operation_id="task_comment:c9")
+    assert result.result == "dispatched", result
+    assert result.actions == ("set_workflow_data", "queue_run")
+    assert h.recorder.kinds() == ["set_workflow_data", "queue_run"]

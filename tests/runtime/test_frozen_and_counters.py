@@ -209,3 +209,29 @@ def test_counters_add_each_adds_one_to_each_name() -> None:
     counters.add_each(("arrivals",))
     snap = counters.snapshot()
     assert (snap["transitions"], snap["arrivals"], snap["dispatches"]) == (1, 2, 0)
+
+
+def test_a_fast_init_class_with_another_base_keeps_its_name_and_builds_through_itself() -> None:
+    import pickle
+
+    base = builder(TaskState)
+    assert base is not TaskState and TaskState.__name__ == "TaskState"
+
+    assert (Labelled.__name__, Labelled.__qualname__) == ("Labelled", "Labelled")
+    assert builder(Labelled) is Labelled
+    made = builder(Labelled)("T", "w", "a", label="x")
+    assert type(made) is Labelled and made.label == "x" and repr(made).startswith("Labelled(id='T'")
+    assert pickle.loads(pickle.dumps(made)) == made
+
+
+def test_a_builder_called_wrongly_names_its_class() -> None:
+    with pytest.raises(TypeError, match=r"TaskState\.__init__\(\)"):
+        builder(TaskState)("T")
+
+
+@fast_init
+@dataclass(frozen=True)
+class Labelled(TaskState):
+    """A fast_init record derived from another: no twin class (another layout), its own __init__."""
+
+    label: str = ""

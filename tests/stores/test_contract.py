@@ -515,3 +515,14 @@ def test_decisions_are_checked(store: Store) -> None:
     with pytest.raises(ValueError, match="verdict"):
         store.record_decision(Decision("T1", "review", "agent", "x", "reviewer", ""))
     assert store.decisions("T1", "review") == []
+
+
+def test_an_entry_record_given_lists_is_stored_as_tuples(store: Store) -> None:
+    row = make(store)
+    assert store.record_entry(EntryRecord(row.id, "T1", WF, "todo", [], []))  # type: ignore[arg-type]
+    assert store.entry_record(row.id) == EntryRecord(row.id, "T1", WF, "todo", (), ())
+    other = make(store, "T2")
+    assert store.record_entry(EntryRecord(other.id, "T2", WF, "todo", ["queue_run"],  # type: ignore[arg-type]
+                                          [["queue_run", "boom"]]))
+    assert store.entry_record(other.id) == EntryRecord(other.id, "T2", WF, "todo", ("queue_run",),
+                                                       (("queue_run", "boom"),))
