@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from .arrivals import Arrivals
-from .core import NO_HANDLER, _Failure
+from .core import NO_HANDLER, _Failure, _new_context
 from .errors import (
     ActionFailed,
     PayloadError,
@@ -108,7 +108,7 @@ class TriggerDispatch(Arrivals):
         target, chosen = handler.target, handler.plain
         walk = handler.runs if chosen else actions
         executed: list[str] | None = None  # the kinds that ran; None: every non-transition action walked so far
-        for at, action in enumerate(walk):
+        for action in walk:
             if action.action_class == "transition":
                 if chosen or action.requires_approval:
                     continue
@@ -122,10 +122,12 @@ class TriggerDispatch(Arrivals):
             executor = registered.get(action.kind)
             if executor is None:
                 if executed is None:
-                    executed = _ran(walk[:at])
+                    executed = _ran(walk, action)
                 continue
             key = f"{operation_id}:{action.position}:{action.kind}" if operation_id else None
-            ctx = self._context(action, task, wf_id, step_id, trigger, None, operation_id, session_id, payload, key)
+            ctx = _new_context(action.kind, task, wf_id, step_id, trigger, action.position, key, None, operation_id,
+                               session_id, payload, None, self, self.directory,  # as `_context` builds it
+                               self._step_ids.get(wf_id) or (step_id,))
             try:
                 if executor.transactional:
                     with self.store.unit() as tx:
@@ -140,7 +142,7 @@ class TriggerDispatch(Arrivals):
                     str(exc) if isinstance(exc, (ActionFailed, StoreError)) else f"{type(exc).__name__}: {exc}",
                     panic=not isinstance(exc, (ActionFailed, StoreError)))
                 self._record_failure(failure, task.id, session_id, action.kind)
-                ran = tuple(executed if executed is not None else _ran(walk[:at]))
+                ran = tuple(executed if executed is not None else _ran(walk, action))
                 self.emit("dispatch", "error", MESSAGES["dispatch_error"], trigger=trigger, task=task.id,
                           session=session_id, step=step_id, operation_id=operation_id, actions=list(ran),
                           failed_kind=action.kind, error=failure.message)
@@ -208,6 +210,13 @@ _TRANSITION = ("transitions", "arrivals")
 """The counters a fired transition's arrival adds."""
 
 
-def _ran(walked: Sequence[PlanAction]) -> list[str]:
-    """The kinds of walked actions that all ran (transitions do not run)."""
-    return [a.kind for a in walked if a.action_class != "transition"]
+def _ran(walk: Sequence[PlanAction], upto: PlanAction) -> list[str]:
+    """The kinds of the actions walked before `upto` (found by identity), when all of them ran (transitions do
+    not run)."""
+    ran = []
+    for a in walk:
+        if a is upto:
+            break
+        if a.action_class != "transition":
+            ran.append(a.kind)
+    return ran

@@ -58,6 +58,7 @@ _task_state = builder(TaskState)  # the hot paths' constructors (interlock.runti
 _ledger_row = builder(LedgerRow)
 _move_result = builder(MoveResult)
 
+_EMPTY: tuple[()] = ()  # the runtime's records of an empty entry hold this very tuple
 __all__ = ["MemoryStore"]
 
 K = TypeVar("K")
@@ -242,8 +243,9 @@ class MemoryStore:
     def record_entry(self, record: EntryRecord) -> bool:
         """Insert the entry record; False if one exists already (nothing changed)."""
         # Stored as the SQL store hands it back (tuples of str); the runtime's own records are that already.
-        if (type(record) is not EntryRecord or type(record.attempted) is not tuple or type(record.failed) is not tuple
-                or ((record.attempted or record.failed) and not _plain(record))):
+        attempted, failed = record.attempted, record.failed
+        if not (type(record) is EntryRecord and (attempted is failed is _EMPTY or (
+                type(attempted) is tuple and type(failed) is tuple and _plain(record)))):
             record = replace(record, attempted=attempted_value(attempted_text(record.attempted)),
                              failed=failed_value(failed_text(record.failed)))
         entry_id = record.entry_id
