@@ -244,7 +244,7 @@ class MemoryStore:
         """Insert the entry record; False if one exists already (nothing changed)."""
         # Stored as the SQL store hands it back (tuples of str); the runtime's own records are that already.
         attempted, failed = record.attempted, record.failed
-        if not (type(record) is EntryRecord and (attempted is failed is _EMPTY or (
+        if not (type(record) is EntryRecord and ((attempted is _EMPTY and failed is _EMPTY) or (
                 type(attempted) is tuple and type(failed) is tuple and _plain(record)))):
             record = replace(record, attempted=attempted_value(attempted_text(record.attempted)),
                              failed=failed_value(failed_text(record.failed)))
