@@ -160,10 +160,13 @@ class Arrivals(EntryDispatch):
             assert result is not None and result.ledger is not None and step is not None
             if self._committed(result.ledger):
                 return result, Entered(step, pending, attempted, failed)
+        # Written first, reported after: a store still failing, or refusing the write itself (a task created
+        # meanwhile by another process), raises from here with nothing claimed.
+        moved = write(self.store)[0]
         self.emit("error", "error", "arrival transaction failed: the step change is written on its own and "
                   "its entry dispatched after the commit", code="arrival_retried", task=task_id,
                   session=session_id, message=str(exc) or type(exc).__name__)
-        return write(self.store)[0], None
+        return moved, None
 
     def _committed(self, row: LedgerRow) -> bool:
         """Whether an arrival whose COMMIT reported a failure committed after all (its ledger row and entry record

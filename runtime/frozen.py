@@ -82,6 +82,7 @@ def fast_init(cls: type[T]) -> type[T]:
     if cls.__bases__ == (object,):  # the same layout as `cls`: the twin's instances can become `cls`'s
         build = names["_Builder"]
         build.__qualname__ = build.__name__ = f"{cls.__qualname__}._builder"
+        build.__module__ = cls.__module__
         build.__init__.__qualname__ = f"{cls.__qualname__}.__init__"  # what a TypeError for a bad call names
     else:  # another base: no twin, the class itself (its fast_init __init__)
         build = cls

@@ -832,10 +832,40 @@ def test_the_builtins_are_replayable_and_only_a_transactional_executor_can_be(du
     assert not rt.executors.is_replayable("notify")
 
 
+def test_a_task_created_elsewhere_between_the_two_runs_of_a_creation_is_a_refusal_with_no_error_record(
+        durable_store: Store) -> None:
+    """`create_task` into a step whose entry fails without savepoints runs twice; when another writer creates the
+    same task in between, the second run's refusal is the answer (`RuntimeFault`), and no `arrival_retried` record
+    claims a step change that never happened."""
+    store = durable_store
+
+    class Racing(flaky_mod.FlakyStore):  # type: ignore[name-defined,misc]
+        units = 0
+
+        @contextlib.contextmanager
+        def unit(self) -> Iterator[Any]:
+            Racing.units += 1
+            if Racing.units == 2:  # between the two runs: another writer creates the task
+                store.create_task(TaskState("N1", WF, "review"))
+            with super().unit() as tx:
+                yield tx
+
+    seed(store)
+    calls: list[str] = []
+    rt, sink = make_runtime(Racing(store), {"ensure_seats": _refuse_seats(calls)}, transactional=True,
+                            replayable=True)
+    with pytest.raises(RuntimeFault, match="exists already"):
+        rt.create_task("N1", WF, "review")
+    assert Racing.units == 2 and len(calls) == 1
+    assert errors_of(sink) == []
+    assert [(r.task_id, r.from_step_id, r.to_step_id) for r in store.ledger("N1")] == [("N1", None, "review")]
+
+
 def test_an_entry_whose_actions_call_the_runtime_keeps_its_savepoints(durable_store: Store) -> None:
-    """A store-backed executor that is not replayable (here: it moves another task through the runtime) is never
-    called twice: its entry runs with a savepoint per action from the start, and a later failure is contained in
-    its own savepoint, as it always was."""
+    """A store-backed executor that is not replayable (here: it moves another task through the runtime) is not
+    called twice when a later action fails: its entry runs with a savepoint per action from the start, and the
+    failure is contained in its own savepoint, as it always was.  (A store fault after it ran still undoes the
+    transaction and runs the entry again after the step change's own commit: ADR 0010.)"""
     store = durable_store
     seed(store, "T1", "T2")
     calls: list[str] = []
