@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from .core import _Retry
-from .entry import EntryDispatch, Pending
+from .entry import Counts, EntryDispatch, Pending
 from .errors import (
     RuntimeFault,
     UnknownTaskError,
@@ -19,6 +19,9 @@ from .results import ArrivalResult, EntryResult
 from .store import LedgerRow, MoveResult, Store, StoreError, TaskState
 
 _arrival = builder(ArrivalResult)  # the hot paths' constructors (frozen.builder)
+
+ARRIVAL = Counts(("arrivals",), ("arrivals", "entries_dispatched"))
+"""The counters an arrival adds (`Counts`)."""
 
 __all__ = ["Arrivals"]
 
@@ -175,25 +178,27 @@ class Arrivals(EntryDispatch):
 
     def _after_move(self, ledger: LedgerRow | None, task_id: str, from_step: str | None, session_id: str | None,
                     *, dispatch: bool = True, entered: Entered | None = None,
-                    counts: tuple[str, ...] = ("arrivals",)) -> ArrivalResult:
+                    counts: Counts = ARRIVAL) -> ArrivalResult:
         """An arrival committed: its record, its entry, its result.  `counts`: the counters it adds."""
         if ledger is None:
             return ArrivalResult("same_step", task_id, from_step, from_step)
-        self.counters.add_each(counts)
         if self.sinks:
             self.emit("arrival", "info", task=task_id, **{"from": ledger.from_step_id}, to=ledger.to_step_id,
                       ledger_id=ledger.id, route=ledger.route, workflow=ledger.to_workflow_id, session=session_id)
         live = session_id is not None or (self.session_live is not None and self.session_live(task_id))
         if entered is not None:
+            self.counters.add_each(counts.plain)
             entry: EntryResult | None = self._entered(ledger, entered.step, live, entered.pending, entered.attempted,
                                                       entered.failed)
         elif not dispatch:
+            self.counters.add_each(counts.plain)
             entry = None
         else:
             step = self._steps.get((ledger.to_workflow_id, ledger.to_step_id))  # type: ignore[arg-type]
             if step is not None and not step.entry_dispatch:  # the common case of a transition: nothing to enter
-                entry = self._enter_empty(ledger, step, live)
+                entry = self._enter_empty(ledger, step, live, counts)  # counts the arrival with its entry
             else:
+                self.counters.add_each(counts.plain)
                 entry = self._enter(ledger, session_live=live)
         return _arrival("moved", task_id, ledger.from_step_id, ledger.to_step_id, ledger.id, entry)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from .core import IN_PROGRESS, _Core, _Failure, _Redelivered, _Retry
 from .errors import (
@@ -26,7 +26,18 @@ from .store import EntryRecord, LedgerRow, Marker, Store, StoreError, TaskState
 _entry_record = builder(EntryRecord)  # the hot paths' constructors (frozen.builder)
 _entry_result = builder(EntryResult)
 
-__all__ = ["EntryDispatch", "Pending"]
+__all__ = ["EntryDispatch", "Pending", "Counts", "ENTRY_ONLY"]
+
+
+class Counts(NamedTuple):
+    """The counters an arrival adds: `plain`, or `entered` once its empty entry is recorded (one call either way)."""
+
+    plain: tuple[str, ...]
+    entered: tuple[str, ...]
+
+
+ENTRY_ONLY = Counts((), ("entries_dispatched",))
+"""An entry dispatched on its own (`dispatch_entry`, `recover`): no arrival to count."""
 
 Pending = tuple[str, Level, "str | None", dict[str, Any]]
 """A record held back until its transaction commits: (kind, level, message, fields); kind
@@ -129,17 +140,21 @@ class EntryDispatch(_Core):
                   session=row.session_id)
         return EntryResult(row.id, "redelivery")
 
-    def _enter_empty(self, row: LedgerRow, step: PlanStep, session_live: bool) -> EntryResult:
-        """An entry with nothing to dispatch: the entry record alone, one statement."""
+    def _enter_empty(self, row: LedgerRow, step: PlanStep, session_live: bool,
+                     counts: Counts = ENTRY_ONLY) -> EntryResult:
+        """An entry with nothing to dispatch: the entry record alone, one statement.  `counts`: what to count with
+        it (the arrival's counters too, when the arrival hands them over)."""
         assert row.to_workflow_id is not None
         try:
             if not self.store.record_entry(_entry_record(row.id, row.task_id, row.to_workflow_id, step.id, ())):
+                self.counters.add_each(counts.plain)
                 return self._redelivered(row)
         except StoreError as exc:
+            self.counters.add_each(counts.plain)
             self.emit("error", "error", "entry dispatch interrupted: the store failed; `recover` will finish it",
                       task=row.task_id, session=row.session_id, entry_id=row.id, message=str(exc))
             return EntryResult(row.id, "incomplete")
-        self.counters.add("entries_dispatched")
+        self.counters.add_each(counts.entered)
         if self.sinks:
             if session_live and step.entry_inline:
                 self.emit("inline", "debug", task=row.task_id, step=step.id, kinds=list(step.entry_inline),

@@ -10,6 +10,7 @@ from typing import Any
 
 from .arrivals import Arrivals
 from .core import NO_HANDLER, _Failure, _new_context
+from .entry import Counts
 from .errors import (
     ActionFailed,
     PayloadError,
@@ -206,8 +207,8 @@ class TriggerDispatch(Arrivals):
                                participants=participants, decisions=decisions, task_id=task.id, step_id=step_id)
 
 
-_TRANSITION = ("transitions", "arrivals")
-"""The counters a fired transition's arrival adds."""
+_TRANSITION = Counts(("transitions", "arrivals"), ("transitions", "arrivals", "entries_dispatched"))
+"""The counters a fired transition's arrival adds (`Counts`)."""
 
 
 def _ran(walk: Sequence[PlanAction], upto: PlanAction) -> list[str]:
