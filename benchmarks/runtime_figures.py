@@ -433,11 +433,12 @@ def _pg_verify(url: str, arrivals: int, creations: int) -> dict[str, Any]:
                 return int(conn.exec_driver_sql(sql).scalar_one())
 
             ledger = one("SELECT count(*) FROM interlock_step_transitions")
-            entries = one("SELECT count(*) FROM interlock_entries")
-            orphan_entries = one("SELECT count(*) FROM interlock_entries e LEFT JOIN interlock_step_transitions t "
-                                 "ON t.id = e.entry_id WHERE t.id IS NULL")
-            unrecorded = one("SELECT count(*) FROM interlock_step_transitions t LEFT JOIN interlock_entries e "
-                             "ON e.entry_id = t.id WHERE e.entry_id IS NULL")
+            # an entry record is three columns of its ledger row (ADR 0013)
+            entries = one("SELECT count(*) FROM interlock_step_transitions WHERE entry_recorded_at IS NOT NULL")
+            orphan_runs = one("SELECT count(*) FROM interlock_runs r LEFT JOIN interlock_step_transitions t "
+                              "ON t.id = r.entry_id WHERE t.id IS NULL")
+            unrecorded = one("SELECT count(*) FROM interlock_step_transitions WHERE to_step_id IS NOT NULL "
+                             "AND entry_recorded_at IS NULL")
             markers = one("SELECT count(*) FROM interlock_entry_markers")
             runs = one("SELECT count(*) FROM interlock_runs")
             runs_per_entry = one("SELECT count(*) FROM (SELECT entry_id FROM interlock_runs GROUP BY entry_id "
@@ -453,10 +454,10 @@ def _pg_verify(url: str, arrivals: int, creations: int) -> dict[str, Any]:
         engine.dispose()
     expected = arrivals + creations
     # markers: none, since each arrival commits with its entry (ADR 0010: the entry record stands for them)
-    ok = (ledger == entries == runs == expected and markers == 0 and not orphan_entries and not unrecorded
+    ok = (ledger == entries == runs == expected and markers == 0 and not orphan_runs and not unrecorded
           and not runs_per_entry and not broken and not tasks_off)
     return {"ok": ok, "ledger_rows": ledger, "expected_rows": expected, "entry_records": entries,
-            "markers": markers, "runs": runs, "unrecorded": unrecorded, "entries_without_row": orphan_entries,
+            "markers": markers, "runs": runs, "unrecorded": unrecorded, "runs_without_row": orphan_runs,
             "entries_with_runs_not_1": runs_per_entry, "broken_chain_links": broken, "tasks_not_at_last_row": tasks_off}
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "MARKER_STATES", "DECIDER_TYPES", "clean_id", "is_arrival", "check_state", "check_decider",
     "check_route", "check_seat_task", "payload_text", "payload_value", "attempted_text", "failed_text",
     "attempted_value", "failed_value", "steps_tuple", "exists_error", "no_ledger_row_error",
+    "foreign_entry_error",
 ]
 
 MARKER_STATES: tuple[str, ...] = get_args(MarkerState)
@@ -103,3 +104,9 @@ def exists_error(task_id: str) -> StoreError:
 
 def no_ledger_row_error(entry_id: int) -> StoreError:
     return StoreError(f"entry {entry_id} names no ledger row: entry ids are ledger row ids")
+
+
+def foreign_entry_error(entry_id: int, record: tuple[object, ...], row: tuple[object, ...]) -> StoreError:
+    """An entry record whose (task, workflow, step) is not its ledger row's (task, destination)."""
+    return StoreError(f"entry {entry_id} records (task, workflow, step) {record!r}, but its ledger row moves "
+                      f"{row[0]!r} to {row[1:]!r}: an entry record belongs to its row's task and destination")

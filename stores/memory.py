@@ -48,6 +48,7 @@ from ._common import (
     exists_error,
     failed_text,
     failed_value,
+    foreign_entry_error,
     no_ledger_row_error,
     payload_text,
     payload_value,
@@ -250,10 +251,15 @@ class MemoryStore:
                              failed=failed_value(failed_text(record.failed)))
         entry_id = record.entry_id
         with self._lock:
-            if entry_id not in self._ledger:
+            row = self._ledger.get(entry_id)
+            if row is None:
                 raise no_ledger_row_error(entry_id)
             if entry_id in self._entries:
                 return False
+            if (row.task_id != record.task_id or row.to_step_id != record.step_id
+                    or row.to_workflow_id != record.workflow_id):
+                raise foreign_entry_error(entry_id, (record.task_id, record.workflow_id, record.step_id),
+                                          (row.task_id, row.to_workflow_id, row.to_step_id))
             if self._undo is None:
                 self._entries[entry_id] = record
                 self._unrecorded.pop(entry_id, None)

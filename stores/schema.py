@@ -3,9 +3,11 @@
 This module is the schema the code reads and writes; `migrations/versions/` holds the
 frozen history that creates it (a test compares the two).  Design notes:
 
-- Task ids, step ids and workflow ids are text: hosts choose them.  Only the ledger, the
-  entry records and the markers reference each other; nothing references
-  `interlock_tasks`, so hosts that keep their own tasks table use every other table.
+- Task ids, step ids and workflow ids are text: hosts choose them.  Only the ledger and
+  the markers reference each other; nothing references `interlock_tasks`, so hosts that
+  keep their own tasks table use every other table.
+- An arrival's entry record is three columns of its ledger row, NULL until the entry is
+  recorded (ADR 0013): the record names the row's own task and destination.
 - The ledger id is the entry identity: BIGINT on PostgreSQL (BIGSERIAL), INTEGER PRIMARY
   KEY AUTOINCREMENT on SQLite (the rowid alias, never reused even after a delete).
 - JSON values are stored as text (`attempted`, `failed`, `payload`): the same bytes on
@@ -36,7 +38,7 @@ from sqlalchemy import (
 )
 
 __all__ = [
-    "metadata", "Id", "tasks", "step_transitions", "entries", "entry_markers", "operations", "runs",
+    "metadata", "Id", "tasks", "step_transitions", "entry_markers", "operations", "runs",
     "participants", "decisions", "VERSION_TABLE", "TABLE_NAMES",
 ]
 
@@ -79,22 +81,13 @@ step_transitions = Table(
     Column("actor_id", Text, nullable=True),
     Column("session_id", Text, nullable=True),
     _ts("occurred_at"),
+    # the entry record (ADR 0013): the kinds attempted and failed (JSON text), when it was recorded
+    Column("entry_attempted", Text, nullable=True),
+    Column("entry_failed", Text, nullable=True),
+    _ts("entry_recorded_at", nullable=True),
     # A→B→A→B is four rows: no unique constraint on purpose.
-    Index("ix_interlock_step_transitions_task", "task_id", "occurred_at", "id"),
+    Index("ix_interlock_step_transitions_task", "task_id", "id"),
     sqlite_autoincrement=True,
-)
-
-entries = Table(
-    "interlock_entries", metadata,
-    Column("entry_id", Id, ForeignKey("interlock_step_transitions.id", ondelete="CASCADE",
-                                      name="fk_interlock_entries_ledger"),
-           primary_key=True, autoincrement=False),
-    Column("task_id", Text, nullable=False),
-    Column("workflow_id", Text, nullable=False),
-    Column("step_id", Text, nullable=False),
-    Column("attempted", Text, nullable=False),
-    Column("failed", Text, nullable=False),
-    _ts("recorded_at"),
 )
 
 entry_markers = Table(

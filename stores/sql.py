@@ -76,6 +76,7 @@ from ._common import (
     exists_error,
     failed_text,
     failed_value,
+    foreign_entry_error,
     is_arrival,
     no_ledger_row_error,
     payload_text,
@@ -129,15 +130,18 @@ Q_LEDGER_ROW = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions WHERE id 
 Q_LEDGER_ID = "SELECT 1 FROM interlock_step_transitions WHERE id = :id"
 Q_LEDGER = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions ORDER BY id"
 Q_LEDGER_OF = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions WHERE task_id = :task_id ORDER BY id"
-Q_UNRECORDED = (f"SELECT {', '.join('t.' + c.strip() for c in _LEDGER_COLS.split(','))} "
-                "FROM interlock_step_transitions t LEFT OUTER JOIN interlock_entries e ON e.entry_id = t.id "
-                "WHERE t.to_step_id IS NOT NULL AND e.entry_id IS NULL ORDER BY t.id LIMIT :limit")
+Q_UNRECORDED = (f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions "
+                "WHERE to_step_id IS NOT NULL AND entry_recorded_at IS NULL ORDER BY id LIMIT :limit")
 
 _IF_LEDGER_ROW = "WHERE EXISTS (SELECT 1 FROM interlock_step_transitions WHERE id = :entry_id)"
-Q_ENTRY = "SELECT task_id, workflow_id, step_id, attempted, failed FROM interlock_entries WHERE entry_id = :id"
-I_ENTRY = ("INSERT INTO interlock_entries (entry_id, task_id, workflow_id, step_id, attempted, failed, recorded_at) "
-           f"SELECT :entry_id, :task_id, :workflow_id, :step_id, :attempted, :failed, :now {_IF_LEDGER_ROW} "
-           "ON CONFLICT (entry_id) DO NOTHING")
+# An entry record is three columns of its ledger row (ADR 0013), written once: NULL until recorded.
+Q_ENTRY = ("SELECT task_id, to_workflow_id, to_step_id, entry_attempted, entry_failed FROM interlock_step_transitions "
+           "WHERE id = :id AND entry_recorded_at IS NOT NULL")
+I_ENTRY = ("UPDATE interlock_step_transitions SET entry_attempted = :attempted, entry_failed = :failed, "
+           "entry_recorded_at = :now WHERE id = :entry_id AND entry_recorded_at IS NULL AND task_id = :task_id "
+           "AND to_workflow_id = :workflow_id AND to_step_id = :step_id")
+Q_ENTRY_ROW = ("SELECT task_id, to_workflow_id, to_step_id, entry_recorded_at IS NOT NULL "
+               "FROM interlock_step_transitions WHERE id = :id")
 Q_MARKERS = 'SELECT "position", kind, state, error FROM interlock_entry_markers WHERE entry_id = :id ORDER BY "position"'
 I_MARKER = ('INSERT INTO interlock_entry_markers (entry_id, "position", kind, state, error, claimed_at, updated_at) '
             f"SELECT :entry_id, :position, :kind, 'in_progress', NULL, :now, :now {_IF_LEDGER_ROW} "
@@ -275,6 +279,7 @@ class _Shared:
         self.q_ledger_id = sql(Q_LEDGER_ID)
         self.q_entry = sql(Q_ENTRY)
         self.i_entry = sql(I_ENTRY)
+        self.q_entry_row = sql(Q_ENTRY_ROW)
         self.q_markers = sql(Q_MARKERS)
         self.i_marker = sql(I_MARKER)
         self.u_marker = sql(U_MARKER)
@@ -803,7 +808,20 @@ class SqlStore:
                   "failed": failed_text(record.failed) if record.failed else "[]"}
         with self._tx("recording an entry") as tx:
             params["now"] = self._shared.stamp(tx)
-            return self._insert_for_entry(tx, self._shared.i_entry, params, record.entry_id)
+            cur = tx.cursor
+            cur.execute(self._shared.i_entry, params)
+            if cur.rowcount == 1:
+                return True
+            cur.execute(self._shared.q_entry_row, {"id": record.entry_id})
+            row = cur.fetchone()
+            if row is None:
+                raise no_ledger_row_error(record.entry_id)
+            if row[3]:
+                return False  # recorded already: nothing changed
+            if (row[0], row[1], row[2]) != (record.task_id, record.workflow_id, record.step_id):
+                raise foreign_entry_error(record.entry_id, (record.task_id, record.workflow_id, record.step_id),
+                                          (row[0], row[1], row[2]))
+            raise StoreError(f"recording entry {record.entry_id}: the database changed no row")  # pragma: no cover
 
     def markers(self, entry_id: int) -> dict[int, Marker]:
         q = self._shared.q_markers

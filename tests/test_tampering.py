@@ -417,8 +417,13 @@ def test_open_store_upgrades_an_older_database_and_keeps_its_rows(state: str, em
     after = _rows(empty_url)
     assert set(after) == {t.name for t in metadata.sorted_tables} | {VERSION_TABLE}
     for table, rows in before.items():
-        if table != VERSION_TABLE:
-            assert set(rows) <= set(after[table]), table  # nothing the host wrote was lost
+        if table == VERSION_TABLE:
+            continue
+        if table not in after:  # folded into another table by a migration (0002: entry records into the ledger;
+            assert table == "interlock_entries" and not rows, table  # test_migrations checks the move)
+            continue
+        width = len(rows[0]) if rows else 0  # a migration may have added columns (at the end)
+        assert set(rows) <= {r[:width] for r in after[table]}, table  # nothing the host wrote was lost
 
 
 @pytest.mark.parametrize("state", sorted(OLDER))
@@ -427,7 +432,7 @@ def test_db_upgrade_brings_an_older_database_to_head_and_a_second_run_is_a_no_op
     OLDER[state](empty_url)
     code, out, err = cli(capsys, "db", "current", "--url", empty_url)
     assert (code, err) == (0, "")
-    assert out.strip() == "(empty: no interlock schema)"
+    assert out.strip() == (older_revision() if state == "downgraded" else "(empty: no interlock schema)")
     code, out, err = cli(capsys, "db", "upgrade", "--url", empty_url)
     assert (code, err) == (0, "")
     assert out.strip() == f"database at revision {head_revision()} (head {head_revision()})"

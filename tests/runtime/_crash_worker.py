@@ -440,7 +440,6 @@ def snapshot(url: str, prefix: str) -> Snapshot:
     from interlock.stores.engine import make_engine
     from interlock.stores.schema import (
         decisions,
-        entries,
         entry_markers,
         operations,
         participants,
@@ -462,8 +461,13 @@ def snapshot(url: str, prefix: str) -> Snapshot:
 
         ledger = rows(step_transitions, "task_id", order="id")
         ids = [r["id"] for r in ledger]
-        entry_rows = {int(r.entry_id): dict(r._mapping) for r in conn.execute(
-            sa.select(entries).where(entries.c.entry_id.in_(ids)))} if ids else {}
+        entry_rows = {}  # an entry record is three columns of its ledger row (ADR 0013)
+        for r in ledger:
+            attempted, failed, recorded = r.pop("entry_attempted"), r.pop("entry_failed"), r.pop("entry_recorded_at")
+            if recorded is not None:
+                entry_rows[int(r["id"])] = {"entry_id": r["id"], "task_id": r["task_id"],
+                                            "workflow_id": r["to_workflow_id"], "step_id": r["to_step_id"],
+                                            "attempted": attempted, "failed": failed, "recorded_at": recorded}
         marker_rows = [dict(r._mapping) for r in conn.execute(
             sa.select(entry_markers).where(entry_markers.c.entry_id.in_(ids))
             .order_by(entry_markers.c.entry_id, entry_markers.c.position))] if ids else []

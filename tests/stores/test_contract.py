@@ -526,3 +526,13 @@ def test_an_entry_record_given_lists_is_stored_as_tuples(store: Store) -> None:
                                           [["queue_run", "boom"]]))
     assert store.entry_record(other.id) == EntryRecord(other.id, "T2", WF, "todo", ("queue_run",),
                                                        (("queue_run", "boom"),))
+
+
+def test_an_entry_record_belongs_to_its_rows_task_and_destination(store: Store) -> None:
+    row = make(store)  # T1 -> todo
+    for task, workflow, step in [("T2", WF, "todo"), ("T1", "other", "todo"), ("T1", WF, "work")]:
+        with pytest.raises(StoreError, match=f"entry {row.id} records"):
+            store.record_entry(EntryRecord(row.id, task, workflow, step, ()))
+    assert store.entry_record(row.id) is None and [r.id for r in store.unrecorded_arrivals()] == [row.id]
+    assert store.record_entry(EntryRecord(row.id, "T1", WF, "todo", ()))
+    assert not store.record_entry(EntryRecord(row.id, "T2", WF, "work", ()))  # recorded already: nothing changed

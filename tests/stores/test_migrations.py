@@ -39,8 +39,12 @@ def _tables(url: str) -> set[str]:
         engine.dispose()
 
 
-def test_head_is_the_initial_revision() -> None:
-    assert head_revision() == "0001"
+def test_head_is_0002_on_top_of_0001() -> None:
+    from alembic.script import ScriptDirectory
+
+    assert head_revision() == "0002"
+    script = ScriptDirectory.from_config(alembic_config())
+    assert [r.revision for r in script.walk_revisions()] == ["0002", "0001"]
 
 
 def test_upgrade_fresh_then_again(empty_url: str) -> None:
@@ -130,7 +134,7 @@ def test_check_schema_on_an_empty_database_names_the_upgrade_command(empty_url: 
     finally:
         engine.dispose()
     message = str(info.value)
-    assert "database schema is at revision none, this interlock needs 0001" in message
+    assert "database schema is at revision none, this interlock needs 0002" in message
     assert "run `interlock db upgrade --url " in message
     with pytest.raises(StoreError, match="interlock db upgrade"):
         SqlStore(empty_url)
@@ -242,3 +246,66 @@ def test_a_new_sqlite_file_gets_the_store_page_size_and_an_existing_one_keeps_it
     with sqlite3.connect(host) as conn:
         assert conn.execute("PRAGMA page_size").fetchone()[0] == 4096
         assert conn.execute("SELECT count(*) FROM host_rows").fetchone()[0] == 0
+
+
+def _migrate(url: str, how: str, revision: str) -> None:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn, conn.begin():
+            config = alembic_config()
+            config.attributes["connection"] = conn
+            getattr(command, how)(config, revision)
+    finally:
+        engine.dispose()
+
+
+def test_0002_moves_entry_records_into_their_ledger_rows_and_back(empty_url: str) -> None:
+    """A database at 0001 with entry records: after the upgrade each row carries its record (and the rows without
+    one are still unrecorded); the downgrade puts the records back into `interlock_entries`."""
+    _migrate(empty_url, "upgrade", "0001")
+    engine = make_engine(empty_url)
+    now = "2026-11-30 10:00:00.000000"
+    try:
+        with engine.begin() as conn:
+            for i, (task, to) in enumerate([("T1", "work"), ("T1", "review"), ("T2", "work")], start=1):
+                conn.execute(sa.text(
+                    "INSERT INTO interlock_step_transitions (id, task_id, from_workflow_id, from_step_id, "
+                    "to_workflow_id, to_step_id, route, actor_kind, occurred_at) VALUES (:id, :task, NULL, NULL, "
+                    "'w', :to, 'creation', 'system', :now)"), {"id": i, "task": task, "to": to, "now": now})
+            for i, attempted, failed in [(1, '["queue_run"]', "[]"), (2, '["clear_decisions"]',
+                                                                     '[["clear_decisions", "boom"]]')]:
+                conn.execute(sa.text(
+                    "INSERT INTO interlock_entries (entry_id, task_id, workflow_id, step_id, attempted, failed, "
+                    "recorded_at) SELECT id, task_id, to_workflow_id, to_step_id, :a, :f, :now "
+                    "FROM interlock_step_transitions WHERE id = :id"), {"id": i, "a": attempted, "f": failed,
+                                                                         "now": now})
+    finally:
+        engine.dispose()
+    assert upgrade(empty_url) == "0002"
+    assert "interlock_entries" not in _tables(empty_url)
+    store = open_store(empty_url, create=False)
+    try:
+        first, second = store.entry_record(1), store.entry_record(2)
+        assert first is not None and (first.task_id, first.workflow_id, first.step_id, first.attempted,
+                                      first.failed) == ("T1", "w", "work", ("queue_run",), ())
+        assert second is not None and second.failed == (("clear_decisions", "boom"),)
+        assert store.entry_record(3) is None and [r.id for r in store.unrecorded_arrivals()] == [3]
+        assert [r.id for r in store.ledger("T1")] == [1, 2]
+    finally:
+        store.close()  # type: ignore[attr-defined]
+    _migrate(empty_url, "downgrade", "0001")
+    engine = make_engine(empty_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text("SELECT entry_id, step_id, attempted, failed FROM interlock_entries "
+                                        "ORDER BY entry_id")).all()
+            columns = {c["name"] for c in sa.inspect(conn).get_columns("interlock_step_transitions")}
+            index = {ix["name"]: ix["column_names"] for ix in sa.inspect(conn).get_indexes(
+                "interlock_step_transitions")}
+    finally:
+        engine.dispose()
+    assert [tuple(r) for r in rows] == [(1, "work", '["queue_run"]', "[]"),
+                                        (2, "review", '["clear_decisions"]', '[["clear_decisions", "boom"]]')]
+    assert not {"entry_attempted", "entry_failed", "entry_recorded_at"} & columns
+    assert index["ix_interlock_step_transitions_task"] == ["task_id", "occurred_at", "id"]
+    assert upgrade(empty_url) == "0002"
