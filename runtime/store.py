@@ -179,7 +179,9 @@ class Store(Protocol):
     def entry_record(self, entry_id: int) -> EntryRecord | None: ...
 
     def record_entry(self, record: EntryRecord) -> bool:
-        """Insert the entry record; False if one exists already (nothing changed)."""
+        """Record the entry of ledger row `record.entry_id`; False if it has one already (nothing changed).
+        `StoreError` if there is no such row, or if the record names another task, workflow or step than the
+        row's task and destination (an entry record belongs to its row)."""
         ...
 
     def markers(self, entry_id: int) -> dict[int, Marker]: ...

@@ -242,7 +242,7 @@ class MemoryStore:
             return self._entries.get(entry_id)
 
     def record_entry(self, record: EntryRecord) -> bool:
-        """Insert the entry record; False if one exists already (nothing changed)."""
+        """Record the entry (see the protocol): False if the row has one already (nothing changed)."""
         # Stored as the SQL store hands it back (tuples of str); the runtime's own records are that already.
         attempted, failed = record.attempted, record.failed
         if not (type(record) is EntryRecord and ((attempted is _EMPTY and failed is _EMPTY) or (

@@ -802,7 +802,7 @@ class SqlStore:
         return False
 
     def record_entry(self, record: EntryRecord) -> bool:
-        """Insert the entry record; False if one exists already (nothing changed)."""
+        """Record the entry (see the protocol): False if the row has one already (nothing changed)."""
         params = {"entry_id": record.entry_id, "task_id": record.task_id, "workflow_id": record.workflow_id,
                   "step_id": record.step_id, "attempted": _attempted_text(record.attempted),
                   "failed": failed_text(record.failed) if record.failed else "[]"}
