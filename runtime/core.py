@@ -98,17 +98,18 @@ class Handler(NamedTuple):
     runs: tuple[PlanAction, ...]
     plain: bool
     target: str | None
+    workflow_steps: tuple[str, ...]  # the step ids of the handler's workflow (the contexts' `workflow_steps`)
 
 
-NO_HANDLER = Handler((), (), (), True, None)
+NO_HANDLER = Handler((), (), (), True, None, ())
 
 
-def _compile_handler(actions: Sequence[PlanAction]) -> Handler:
+def _compile_handler(actions: Sequence[PlanAction], workflow_steps: tuple[str, ...]) -> Handler:
     runs = tuple(a for a in actions if a.action_class != "transition")
     first = next((a for a in actions if a.action_class == "transition" and not a.requires_approval), None)
     plain = first is None or first.guard is None
     return Handler(tuple(actions), tuple(a.kind for a in runs), runs, plain,
-                   first.target_step if plain and first is not None else None)
+                   first.target_step if plain and first is not None else None, workflow_steps)
 
 
 class _Core:
@@ -153,9 +154,9 @@ class _Core:
         self._workflows = {wf.id: wf for wf in plan.workflows}
         self._steps = {(wf.id, s.id): s for wf in plan.workflows for s in wf.steps}
         # (workflow, step, trigger) -> the handler, compiled for `fire` (see `_compile_handler`)
-        self._handlers = {(wf.id, s.id, trigger): _compile_handler(actions)
-                          for wf in plan.workflows for s in wf.steps for trigger, actions in s.handlers.items()}
         self._step_ids = {wf.id: tuple(s.id for s in wf.steps) for wf in plan.workflows}
+        self._handlers = {(wf.id, s.id, trigger): _compile_handler(actions, self._step_ids[wf.id])
+                          for wf in plan.workflows for s in wf.steps for trigger, actions in s.handlers.items()}
         self._triggers = {t.name: t for t in plan.triggers}
         self._kinds = {k.name: k for k in plan.kinds}
         self._sequences = {s.name: s for s in plan.sequences}

@@ -128,7 +128,7 @@ class TriggerDispatch(Arrivals):
             key = f"{operation_id}:{action.position}:{action.kind}" if operation_id else None
             ctx = _new_context(action.kind, task, wf_id, step_id, trigger, action.position, key, None, operation_id,
                                session_id, payload, None, self, self.directory,  # as `_context` builds it
-                               self._step_ids.get(wf_id) or (step_id,))
+                               handler.workflow_steps)
             try:
                 if executor.transactional:
                     with self.store.unit() as tx:
@@ -153,7 +153,6 @@ class TriggerDispatch(Arrivals):
                 executed.append(action.kind)
             if effects:
                 self._emit_effects(effects, action.kind, task.id, step_id, operation_id=operation_id)
-        self.counters.add("dispatches")
         if self.sinks:
             level: Level = "info" if actions else "debug"
             self.emit("dispatch", level, MESSAGES["dispatch_info" if actions else "dispatch_debug"],
@@ -176,16 +175,19 @@ class TriggerDispatch(Arrivals):
                 result = self.store.move_task(task_id, wf_id, target, route="engine_transition", actor_kind=actor_kind,
                                               actor_id=session_id, session_id=session_id, expected_step_id=step_id,
                                               operation_id=operation_id, operation_trigger=trigger)
-            if result.status == "moved":
+            if result.status == "moved":  # "dispatches" counted with the arrival's counters
                 arrival = self._after_move(result.ledger, task_id, step_id, session_id, entered=entered,
                                            counts=_TRANSITION)
             else:
+                self.counters.add("dispatches")
                 if operation_id:
                     self.store.mark_operation(operation_id, task_id=task.id, trigger=trigger)
                 arrival = ArrivalResult("cas_lost" if result.status == "cas_lost" else "same_step", task.id,
                                         step_id, target)
-        elif operation_id:
-            self.store.mark_operation(operation_id, task_id=task.id, trigger=trigger)
+        else:
+            self.counters.add("dispatches")
+            if operation_id:
+                self.store.mark_operation(operation_id, task_id=task.id, trigger=trigger)
         if self.sinks:
             self._outcome(outcome_label, trigger, "dispatched", task.id, operation_id)
         return _fire_result("dispatched", trigger, task.id, step_id, operation_id,
@@ -207,8 +209,10 @@ class TriggerDispatch(Arrivals):
                                participants=participants, decisions=decisions, task_id=task.id, step_id=step_id)
 
 
-_TRANSITION = Counts(("transitions", "arrivals"), ("transitions", "arrivals", "entries_dispatched"))
-"""The counters a fired transition's arrival adds (`Counts`)."""
+_TRANSITION = Counts(("dispatches", "transitions", "arrivals"),
+                     ("dispatches", "transitions", "arrivals", "entries_dispatched"))
+"""The counters a fire that moved its task adds with its arrival (`Counts`): `dispatches` counts the fires that
+completed (one that raises, e.g. on a store failure, is not counted)."""
 
 
 def _ran(walk: Sequence[PlanAction], upto: PlanAction) -> list[str]:

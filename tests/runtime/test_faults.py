@@ -967,6 +967,10 @@ def test_fire_when_the_store_fails_before_the_move_raises_and_changes_nothing(st
     assert rt.fire("on_turn_complete", "T1", session_id="S1", operation_id="tc:T1").result == "idempotent"
     assert [(r.from_step_id, r.to_step_id) for r in store.ledger("T1")] == [("work", "review")]
     assert len(store.runs("T1")) == 2
+    # `dispatches` counts the fires that completed: the one that raised is not among them
+    snap = rt.counters.snapshot()
+    assert (snap["dispatches"], snap["transitions"], snap["arrivals"], snap["entries_dispatched"],
+            snap["idempotent"]) == (1, 1, 1, 1, 1), snap
 
 
 @pytest.mark.parametrize("method", ["markers", "enqueue_run", "record_entry"])
