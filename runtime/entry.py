@@ -61,7 +61,8 @@ class EntryDispatch(_Core):
             rows = self.store.unrecorded_arrivals(limit=500)
             done = [self._enter(row, session_live=False) for row in rows]
             entries.extend(done)
-            if len(rows) < 500 or all(e.status == "incomplete" for e in done):
+            # a batch in which no entry got its record (the store failing, or rows it cannot enter) ends the sweep
+            if len(rows) < 500 or not any(e.status in ("dispatched", "redelivery") for e in done):
                 break
         return RecoverResult(sum(1 for e in entries if e.status == "dispatched"), tuple(entries))
 

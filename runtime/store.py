@@ -172,7 +172,7 @@ class Store(Protocol):
     def ledger(self, task_id: str | None = None) -> list[LedgerRow]: ...
 
     def unrecorded_arrivals(self, limit: int = 1000) -> list[LedgerRow]:
-        """Ledger rows that name a destination and have no entry record, oldest first."""
+        """Ledger rows that name a destination (workflow and step) and have no entry record, oldest first."""
         ...
 
     # ---- step entry ------------------------------------------------------------------------
@@ -180,8 +180,9 @@ class Store(Protocol):
 
     def record_entry(self, record: EntryRecord) -> bool:
         """Record the entry of ledger row `record.entry_id`; False if it has one already (nothing changed).
-        `StoreError` if there is no such row, or if the record names another task, workflow or step than the
-        row's task and destination (an entry record belongs to its row)."""
+        `StoreError` if there is no such row, if the row names no destination (workflow and step), or if the
+        record names another task, workflow or step than the row's task and destination (an entry record belongs
+        to its row)."""
         ...
 
     def markers(self, entry_id: int) -> dict[int, Marker]: ...

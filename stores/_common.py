@@ -16,7 +16,7 @@ __all__ = [
     "MARKER_STATES", "DECIDER_TYPES", "clean_id", "is_arrival", "check_state", "check_decider",
     "check_route", "check_seat_task", "payload_text", "payload_value", "attempted_text", "failed_text",
     "attempted_value", "failed_value", "steps_tuple", "exists_error", "no_ledger_row_error",
-    "foreign_entry_error",
+    "foreign_entry_error", "no_destination_error",
 ]
 
 MARKER_STATES: tuple[str, ...] = get_args(MarkerState)
@@ -104,6 +104,11 @@ def exists_error(task_id: str) -> StoreError:
 
 def no_ledger_row_error(entry_id: int) -> StoreError:
     return StoreError(f"entry {entry_id} names no ledger row: entry ids are ledger row ids")
+
+
+def no_destination_error(entry_id: int) -> StoreError:
+    return StoreError(f"entry {entry_id}: its ledger row names no destination (workflow and step): it has no entry "
+                      "to record")
 
 
 def foreign_entry_error(entry_id: int, record: tuple[object, ...], row: tuple[object, ...]) -> StoreError:

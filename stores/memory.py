@@ -49,6 +49,7 @@ from ._common import (
     failed_text,
     failed_value,
     foreign_entry_error,
+    no_destination_error,
     no_ledger_row_error,
     payload_text,
     payload_value,
@@ -210,13 +211,13 @@ class MemoryStore:
         if self._undo is None:  # outside a unit: plain writes, nothing to undo
             self._ledger[row.id] = row
             rows.append(row)
-            if to_step is not None:
+            if to_step is not None and to_wf is not None:  # a destination: an entry to record
                 self._unrecorded[row.id] = row
             return row
         self._put(self._ledger, row.id, row)
         rows.append(row)
         self._undo.append(rows.pop)
-        if to_step is not None:
+        if to_step is not None and to_wf is not None:
             self._put(self._unrecorded, row.id, row)
         return row
 
@@ -256,6 +257,8 @@ class MemoryStore:
                 raise no_ledger_row_error(entry_id)
             if entry_id in self._entries:
                 return False
+            if row.to_workflow_id is None or row.to_step_id is None:
+                raise no_destination_error(entry_id)
             if (row.task_id != record.task_id or row.to_step_id != record.step_id
                     or row.to_workflow_id != record.workflow_id):
                 raise foreign_entry_error(entry_id, (record.task_id, record.workflow_id, record.step_id),

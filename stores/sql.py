@@ -78,6 +78,7 @@ from ._common import (
     failed_value,
     foreign_entry_error,
     is_arrival,
+    no_destination_error,
     no_ledger_row_error,
     payload_text,
     payload_value,
@@ -130,8 +131,8 @@ Q_LEDGER_ROW = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions WHERE id 
 Q_LEDGER_ID = "SELECT 1 FROM interlock_step_transitions WHERE id = :id"
 Q_LEDGER = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions ORDER BY id"
 Q_LEDGER_OF = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions WHERE task_id = :task_id ORDER BY id"
-Q_UNRECORDED = (f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions "
-                "WHERE to_step_id IS NOT NULL AND entry_recorded_at IS NULL ORDER BY id LIMIT :limit")
+Q_UNRECORDED = (f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions WHERE to_step_id IS NOT NULL "
+                "AND to_workflow_id IS NOT NULL AND entry_recorded_at IS NULL ORDER BY id LIMIT :limit")
 
 _IF_LEDGER_ROW = "WHERE EXISTS (SELECT 1 FROM interlock_step_transitions WHERE id = :entry_id)"
 # An entry record is three columns of its ledger row (ADR 0013), written once: NULL until recorded.
@@ -818,6 +819,8 @@ class SqlStore:
                 raise no_ledger_row_error(record.entry_id)
             if row[3]:
                 return False  # recorded already: nothing changed
+            if row[1] is None or row[2] is None:
+                raise no_destination_error(record.entry_id)
             if (row[0], row[1], row[2]) != (record.task_id, record.workflow_id, record.step_id):
                 raise foreign_entry_error(record.entry_id, (record.task_id, record.workflow_id, record.step_id),
                                           (row[0], row[1], row[2]))

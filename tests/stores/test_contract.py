@@ -536,3 +536,13 @@ def test_an_entry_record_belongs_to_its_rows_task_and_destination(store: Store) 
     assert store.entry_record(row.id) is None and [r.id for r in store.unrecorded_arrivals()] == [row.id]
     assert store.record_entry(EntryRecord(row.id, "T1", WF, "todo", ()))
     assert not store.record_entry(EntryRecord(row.id, "T2", WF, "work", ()))  # recorded already: nothing changed
+
+
+def test_a_row_without_a_destination_has_no_entry_to_record_and_is_never_unrecorded(store: Store) -> None:
+    store.put_task(TaskState("T1", None, None))
+    row = store.move_task("T1", None, "work", route="manual_move").ledger  # a step, but no workflow
+    assert row is not None and row.to_workflow_id is None
+    assert store.unrecorded_arrivals() == []
+    with pytest.raises(StoreError, match="names no destination"):
+        store.record_entry(EntryRecord(row.id, "T1", None, "work", ()))  # type: ignore[arg-type]
+    assert store.entry_record(row.id) is None

@@ -309,3 +309,40 @@ def test_0002_moves_entry_records_into_their_ledger_rows_and_back(empty_url: str
     assert not {"entry_attempted", "entry_failed", "entry_recorded_at"} & columns
     assert index["ix_interlock_step_transitions_task"] == ["task_id", "occurred_at", "id"]
     assert upgrade(empty_url) == "0002"
+
+
+def test_0002_refuses_records_foreign_to_their_row_and_changes_nothing(empty_url: str) -> None:
+    """Records the runtime never writes, but a host could before 0002: a record naming another step than its row's
+    destination, and one on a row with no destination.  The upgrade names them and changes nothing."""
+    _migrate(empty_url, "upgrade", "0001")
+    engine = make_engine(empty_url)
+    now = "2026-11-30 10:00:00.000000"
+    try:
+        with engine.begin() as conn:
+            for i, to in [(1, "work"), (2, "review"), (3, None)]:
+                conn.execute(sa.text(
+                    "INSERT INTO interlock_step_transitions (id, task_id, to_workflow_id, to_step_id, route, "
+                    "actor_kind, occurred_at) VALUES (:id, 'T1', :wf, :to, 'manual_move', 'system', :now)"),
+                    {"id": i, "wf": "w" if to else None, "to": to, "now": now})
+            for i, step in [(1, "work"), (2, "elsewhere"), (3, "gone")]:
+                conn.execute(sa.text(
+                    "INSERT INTO interlock_entries (entry_id, task_id, workflow_id, step_id, attempted, failed, "
+                    "recorded_at) VALUES (:id, 'T1', 'w', :step, '[]', '[]', :now)"), {"id": i, "step": step,
+                                                                                      "now": now})
+    finally:
+        engine.dispose()
+    with pytest.raises(StoreError, match=r"entry records 2, 3 name another task or destination .* nothing was "
+                                         r"changed"):
+        upgrade(empty_url)
+    assert current_revision(empty_url) == "0001" and "interlock_entries" in _tables(empty_url)
+    engine = make_engine(empty_url)
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM interlock_entries")).scalar_one() == 3
+            columns = {c["name"] for c in sa.inspect(conn).get_columns("interlock_step_transitions")}
+        with engine.begin() as conn:  # the operator deletes the two, and the upgrade goes through
+            conn.execute(sa.text("DELETE FROM interlock_entries WHERE entry_id IN (2, 3)"))
+    finally:
+        engine.dispose()
+    assert "entry_recorded_at" not in columns
+    assert upgrade(empty_url) == "0002"

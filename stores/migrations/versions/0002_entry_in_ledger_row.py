@@ -12,12 +12,19 @@ indexes (task_id, id), the order `ledger(task_id)` reads in, instead of (task_id
 Replayable like 0001: columns are added only when absent, records are copied only while
 `interlock_entries` exists (then it is dropped), and the index is rebuilt only when it has other
 columns.  The downgrade puts everything back (SQLite >= 3.35 for DROP COLUMN).
+
+A record that names another task or destination than its ledger row (or a row with none) cannot be
+carried over: the runtime never writes one, but the store accepted it from a host before 0002.  The
+upgrade then stops with a `StoreError` naming those entries, before it changes anything (the whole
+upgrade is one transaction), so they can be corrected or deleted first.
 """
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+
+from interlock.runtime.store import StoreError
 
 revision: str = "0002"
 down_revision: str | None = "0001"
@@ -59,6 +66,15 @@ def upgrade() -> None:
         if column.name not in have:
             op.add_column(LEDGER, column)
     if ENTRIES in set(sa.inspect(bind).get_table_names()):
+        foreign = [int(r[0]) for r in bind.execute(sa.text(
+            f"SELECT e.entry_id FROM {ENTRIES} e JOIN {LEDGER} t ON t.id = e.entry_id WHERE t.to_workflow_id IS NULL "
+            "OR t.to_step_id IS NULL OR e.task_id <> t.task_id OR e.workflow_id <> t.to_workflow_id "
+            "OR e.step_id <> t.to_step_id ORDER BY e.entry_id LIMIT 11"))]
+        if foreign:
+            shown = ", ".join(map(str, foreign[:10])) + (", …" if len(foreign) > 10 else "")
+            raise StoreError(f"upgrading to 0002: entry records {shown} name another task or destination than their "
+                             f"ledger row (an entry record belongs to its row's task and destination); correct or "
+                             f"delete them in {ENTRIES}, then upgrade again — nothing was changed")
         op.execute(sa.text(
             f"UPDATE {LEDGER} SET entry_attempted = (SELECT e.attempted FROM {ENTRIES} e WHERE e.entry_id = {LEDGER}.id), "
             f"entry_failed = (SELECT e.failed FROM {ENTRIES} e WHERE e.entry_id = {LEDGER}.id), "
