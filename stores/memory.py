@@ -86,7 +86,6 @@ class MemoryStore:
         self._tasks: dict[str, TaskState] = {}
         self._ledger: dict[int, LedgerRow] = {}
         self._ledger_by_task: dict[str, list[LedgerRow]] = {}
-        self._unrecorded: dict[int, LedgerRow] = {}  # rows naming a destination, no entry record yet
         self._entries: dict[int, EntryRecord] = {}
         self._markers: dict[int, dict[int, Marker]] = {}
         self._operations: dict[str, tuple[str | None, str | None]] = {}
@@ -211,14 +210,10 @@ class MemoryStore:
         if self._undo is None:  # outside a unit: plain writes, nothing to undo
             self._ledger[row.id] = row
             rows.append(row)
-            if to_step is not None and to_wf is not None:  # a destination: an entry to record
-                self._unrecorded[row.id] = row
             return row
         self._put(self._ledger, row.id, row)
         rows.append(row)
         self._undo.append(rows.pop)
-        if to_step is not None and to_wf is not None:
-            self._put(self._unrecorded, row.id, row)
         return row
 
     def ledger_row(self, ledger_id: int) -> LedgerRow | None:
@@ -233,9 +228,19 @@ class MemoryStore:
             return list(self._ledger_by_task.get(task_id, ()))
 
     def unrecorded_arrivals(self, limit: int = 1000) -> list[LedgerRow]:
-        """Ledger rows that name a destination and have no entry record, oldest first."""
+        """Ledger rows that name a destination and have no entry record, oldest first: a scan of the ledger (kept in
+        id order), as the SQL stores' query is — no index of its own to keep on every arrival."""
+        out: list[LedgerRow] = []
+        if limit <= 0:
+            return out
         with self._lock:
-            return heapq.nsmallest(max(limit, 0), self._unrecorded.values(), key=_by_id)
+            entries = self._entries
+            for row in self._ledger.values():
+                if row.to_step_id is not None and row.to_workflow_id is not None and row.id not in entries:
+                    out.append(row)
+                    if len(out) == limit:
+                        break
+        return out
 
     # ---- step entry -------------------------------------------------------------------------------
     def entry_record(self, entry_id: int) -> EntryRecord | None:
@@ -265,10 +270,8 @@ class MemoryStore:
                                           (row.task_id, row.to_workflow_id, row.to_step_id))
             if self._undo is None:
                 self._entries[entry_id] = record
-                self._unrecorded.pop(entry_id, None)
             else:
                 self._put(self._entries, entry_id, record)
-                self._pop(self._unrecorded, entry_id)
             return True
 
     def markers(self, entry_id: int) -> dict[int, Marker]:
