@@ -147,7 +147,9 @@ class EntryDispatch(_Core):
         it (the arrival's counters too, when the arrival hands them over)."""
         assert row.to_workflow_id is not None
         try:
-            if not self.store.record_entry(_entry_record(row.id, row.task_id, row.to_workflow_id, step.id, ())):
+            # the row's own ids (step.id is the same step): a store may compare them by identity
+            if not self.store.record_entry(_entry_record(row.id, row.task_id, row.to_workflow_id, row.to_step_id,
+                                                         ())):
                 self.counters.add_each(counts.plain)
                 return self._redelivered(row)
         except StoreError as exc:

@@ -262,12 +262,15 @@ class MemoryStore:
                 raise no_ledger_row_error(entry_id)
             if entry_id in self._entries:
                 return False
-            if row.to_workflow_id is None or row.to_step_id is None:
-                raise no_destination_error(entry_id)
-            if (row.task_id != record.task_id or row.to_step_id != record.step_id
-                    or row.to_workflow_id != record.workflow_id):
-                raise foreign_entry_error(entry_id, (record.task_id, record.workflow_id, record.step_id),
-                                          (row.task_id, row.to_workflow_id, row.to_step_id))
+            if not (record.task_id is row.task_id and record.workflow_id is row.to_workflow_id
+                    and record.step_id is row.to_step_id and record.step_id is not None
+                    and record.workflow_id is not None):  # the runtime's own records pass on identity alone
+                if row.to_workflow_id is None or row.to_step_id is None:
+                    raise no_destination_error(entry_id)
+                if (row.task_id != record.task_id or row.to_step_id != record.step_id
+                        or row.to_workflow_id != record.workflow_id):
+                    raise foreign_entry_error(entry_id, (record.task_id, record.workflow_id, record.step_id),
+                                              (row.task_id, row.to_workflow_id, row.to_step_id))
             if self._undo is None:
                 self._entries[entry_id] = record
             else:
