@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,25 +51,36 @@ def test_documented_check_flags_exist() -> None:
 
 
 PYTHON_SNIPPETS = re.findall(r"```python\n(.*?)```", TEXT, re.S)
+# the output the README shows for its embedding example: the ```text block right before it
+SHOWN_OUTPUT = re.search(r"```text\n(.*?)```\s*```python\n", TEXT, re.S)
 
 
-def test_embedding_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                capsys: pytest.CaptureFixture[str]) -> None:
-    """The README's complete embedding example runs as written (from a folder holding `examples/`)."""
-    import shutil
+def _run_example(cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONSTARTUP"}}
+    return subprocess.run([sys.executable, "example.py"], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
 
+
+def test_embedding_example_runs_as_written_twice(tmp_path: Path) -> None:
+    """The README's embedding example, saved as a file and run from a folder of its own (no `examples/`, no
+    database left behind), twice in a row: it prints what the README says it prints, with the host's
+    executor really called (on a comment and on the arrival at Review, not on the redelivery)."""
     assert PYTHON_SNIPPETS, "the README shows how to embed the runtime"
-    shutil.copytree(README.parent / "examples", tmp_path / "examples")
-    monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {"__name__": "readme_example"}
-    exec(compile(PYTHON_SNIPPETS[0], "README.md", "exec"), namespace)
-    out = capsys.readouterr().out
-    assert "'entries_dispatched': 3" in out  # creation, review, approval
-    store = namespace["store"]
-    runs = store.runs("T1")  # type: ignore[attr-defined]
-    # the CEO is cast as reviewer; as approver the runner is (the CEO holds a seat already)
-    assert [(r.agent, r.reason) for r in runs] == [("ceo-1", "review_started"), ("coder", "approval_started")]
-    assert store.get_task("T1").step_id == "approval"  # type: ignore[attr-defined]
-    close = getattr(store, "close", None)
-    if close:
-        close()
+    assert SHOWN_OUTPUT is not None, "the README shows what the embedding example prints"
+    (tmp_path / "example.py").write_text(PYTHON_SNIPPETS[0], encoding="utf-8")
+    outputs = []
+    for _ in range(2):
+        proc = _run_example(tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc.stdout)
+    assert outputs[0] == outputs[1], "a second run behaves like the first"
+    lines = outputs[0].splitlines()
+    host_calls = [line for line in lines if line.startswith("host: notify")]
+    assert host_calls == ["host: notify #dev (on_comment at work)", "host: notify #reviews (on_enter at review)"]
+    assert [line for line in lines if line.startswith("arrival")] == [
+        "arrival #1: None -> work (creation)", "arrival #2: work -> review (engine_transition)",
+        "arrival #3: review -> done (decision)"]
+    assert "step: done" in lines
+    assert [line for line in lines if line.startswith("run:")] == ["run: ceo-1 agent_error", "run: ceo-1 review_started"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["example.py"], "nothing written to the working folder"
+    assert outputs[0] == SHOWN_OUTPUT.group(1), "the README's shown output is what the example prints"
