@@ -1,6 +1,7 @@
 """The checkout in, a verdict on the wheel and the installs out: the built wheel holds exactly
 `interlock/` and its dist-info, with every package and data file of the six top-level folders,
-and the CLI runs from a clean venv and from the editable install outside the checkout.
+and the CLI runs from a clean venv (outside the checkout and from the root of a clone: ADR 0018) and from
+the editable install outside the checkout.
 
 The wheel is built from a copy of the checkout's tracked and untracked-but-not-ignored files,
 as a fresh clone would see them, so a stale `build/` folder cannot leak old modules into the
@@ -241,6 +242,51 @@ def test_installed_modules_come_from_site_packages(clean_venv: Path, outside: Pa
     for file in found["files"]:
         assert site in Path(file).resolve().parents, f"{file} is not inside the clean venv"
     assert not any(found["top"].values()), f"bare top-level modules importable: {found['top']}"
+
+
+# -- the clone's root with a regular (non-editable) install -------------------------------------
+# Python puts the working directory first on sys.path, so a program run from the root of a clone
+# imports the clone's `interlock/` folder, not the installed wheel (ADR 0018).
+
+
+def test_installed_wheel_imports_whole_from_the_clone_root(clean_venv: Path, workdir: Path) -> None:
+    """From the root of a clone, `interlock` and all its subpackages come from one place (the clone), never
+    the facade from the clone and `interlock.compiler` missing (the `ModuleNotFoundError` of a half import)."""
+    clone = workdir / "src"
+    code = ("import json, interlock, interlock.compiler, interlock.dsl, interlock.grammars, interlock.runtime, "
+            "interlock.runtime.plan, interlock.stores\n"
+            "print(json.dumps({m.__name__: m.__file__ for m in (interlock, interlock.compiler, interlock.dsl, "
+            "interlock.grammars, interlock.runtime, interlock.runtime.plan, interlock.stores)}))")
+    (clone / "probe.py").write_text(code, encoding="utf-8")
+    for cmd in ([str(clean_venv / "bin" / "python"), "-c", code], [str(clean_venv / "bin" / "python"), "probe.py"]):
+        proc = _run(cmd, cwd=clone)
+        assert proc.returncode == 0, _describe(proc)
+        files = {name: Path(file).resolve() for name, file in json.loads(proc.stdout).items()}
+        assert files["interlock"] == (clone / "interlock" / "__init__.py").resolve()
+        for name, folder in (("interlock.compiler", "compiler"), ("interlock.dsl", "dsl"),
+                             ("interlock.grammars", "grammars"), ("interlock.runtime", "runtime"),
+                             ("interlock.stores", "stores")):
+            assert files[name] == (clone / folder / "__init__.py").resolve(), (name, files[name])
+        assert files["interlock.runtime.plan"] == (clone / "runtime" / "plan.py").resolve()
+
+
+def test_readme_example_runs_from_the_clone_root(clean_venv: Path, workdir: Path) -> None:
+    """The README's embedding example, saved in the clone's root and run there with the wheel installed."""
+    import re
+
+    clone = workdir / "src"
+    (snippet,) = re.findall(r"```python\n(.*?)```", (clone / "README.md").read_text(encoding="utf-8"), re.S)[:1]
+    (clone / "example.py").write_text(snippet, encoding="utf-8")
+    for _ in range(2):
+        proc = _run([str(clean_venv / "bin" / "python"), "example.py"], cwd=clone)
+        assert proc.returncode == 0, _describe(proc)
+        assert "step: done" in proc.stdout.splitlines(), _describe(proc)
+
+
+def test_installed_cli_checks_from_the_clone_root(clean_venv: Path, workdir: Path) -> None:
+    proc = _run([str(clean_venv / "bin" / "interlock"), "check", "examples/"], cwd=workdir / "src")
+    assert proc.returncode == 0, _describe(proc)
+    assert proc.stdout.strip().splitlines()[-1].endswith("no problems"), _describe(proc)
 
 
 # -- the editable install (the dev venv / CI's `pip install -e`) ------------------------------
