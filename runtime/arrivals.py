@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from .core import _Retry
+from .core import EXIT_TRIGGER, Handler, _Failure, _Retry
 from .entry import Counts, EntryDispatch, Pending
 from .errors import (
     RuntimeFault,
@@ -14,7 +14,9 @@ from .errors import (
     UnknownWorkflowError,
 )
 from .frozen import builder
+from .keys import operation_ident
 from .plan import PlanStep
+from .records import MESSAGES
 from .results import ArrivalResult, EntryResult
 from .store import LedgerRow, MoveResult, Store, StoreError, TaskState
 
@@ -61,6 +63,11 @@ class Arrivals(EntryDispatch):
         leaves behind; `recover` dispatches it)."""
         seen: list[TaskState] = []  # the task as the write found it (the last attempt's)
         actor = actor_id if actor_kind != "agent" else (actor_id or session_id)
+        if self._exits:
+            left = self._exit_before_move(task_id, to_step, route, session_id, workflow_id, expected_step)
+            if isinstance(left, ArrivalResult):
+                return left
+            expected_step = left
 
         def write(store: Store) -> tuple[MoveResult, PlanStep | None]:
             # The task is read where it is moved: inside the arrival's transaction when there is one, so the
@@ -94,6 +101,63 @@ class Arrivals(EntryDispatch):
         if result.status == "same_step":
             return ArrivalResult("same_step", task_id, from_step, to_step)
         return self._after_move(result.ledger, task_id, from_step, session_id, dispatch=dispatch, entered=entered)
+
+    def _exit_before_move(self, task_id: str, to_step: str, route: str, session_id: str | None,
+                          workflow_id: str | None, expected_step: str | None) -> str | ArrivalResult | None:
+        """Leaving a step by `move` (docs/runtime.md §2): the source step's `on_exit` runs before the step change, and
+        the move is then a compare-and-swap on that step (the exit ran for it).  An exit that fails refuses the move
+        (the result); otherwise the expected step the write must find."""
+        task = self.task(task_id)
+        if task.workflow_id is None or task.step_id is None:
+            return expected_step
+        exit_handler = self._exits.get((task.workflow_id, task.step_id))
+        target_wf = workflow_id or task.workflow_id
+        if exit_handler is None or (target_wf, to_step) == (task.workflow_id, task.step_id):
+            return expected_step
+        if expected_step is not None and expected_step != task.step_id:
+            return expected_step  # the write's compare-and-swap fails: nothing leaves
+        step = self.step(target_wf, to_step)
+        if route == "manual_move" and not step.manual_move:
+            return expected_step  # refused by the write, with its warning: nothing leaves
+        failure = self._leave(exit_handler, task, task.workflow_id, task.step_id, session_id, None)
+        if failure is not None:
+            return ArrivalResult("refused", task_id, task.step_id, to_step, reason=f"on_exit: {failure.message}")
+        return task.step_id
+
+    def _leave(self, exit_handler: Handler, task: TaskState, workflow_id: str, step_id: str,
+               session_id: str | None, operation_id: str | None) -> _Failure | None:
+        """Run a step's `on_exit` handler abort-on-first before the task leaves it; the failure that refuses the
+        move, or None.  Its records: a `dispatch` record of trigger `on_exit` (ERROR when it failed)."""
+        registered = self.executors.entries
+        for kind in exit_handler.kinds:
+            if kind not in registered:
+                self._warn_missing(workflow_id, step_id, kind, task.id, session_id)
+        ran: list[str] = []
+        for action in exit_handler.runs:
+            executor = registered.get(action.kind)
+            if executor is None:
+                continue
+            key = f"exit:{operation_ident(operation_id)}:{action.position}:{action.kind}" if operation_id else None
+            ctx = self._context(action, task, workflow_id, step_id, EXIT_TRIGGER, operation_id=operation_id,
+                                session_id=session_id, key=key)
+            try:
+                effects = self._invoke(executor, action.args, ctx)
+            except _Failure as failure:
+                self.counters.add("exits_refused")
+                self._record_failure(failure, task.id, session_id, action.kind)
+                self.emit("dispatch", "error", MESSAGES["dispatch_error"], trigger=EXIT_TRIGGER, task=task.id,
+                          session=session_id, step=step_id, operation_id=operation_id, actions=list(ran),
+                          failed_kind=action.kind, error=failure.message)
+                return failure
+            ran.append(action.kind)
+            if effects:
+                self._emit_effects(effects, action.kind, task.id, step_id, operation_id=operation_id)
+        self.counters.add("exits")
+        self.emit("dispatch", "info" if exit_handler.actions else "debug",
+                  MESSAGES["dispatch_info" if exit_handler.actions else "dispatch_debug"], trigger=EXIT_TRIGGER,
+                  task=task.id, session=session_id, step=step_id, operation_id=operation_id,
+                  actions=[a.kind for a in exit_handler.actions])
+        return None
 
     def switch_workflow(self, task_id: str, workflow_id: str, step_id: str | None = None, *,
                         session_id: str | None = None) -> ArrivalResult:

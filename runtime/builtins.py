@@ -17,6 +17,7 @@ from typing import Any
 from .errors import ActionFailed
 from .executors import ActionContext, Effect, ExecutorRegistry, StaticDirectory
 from .frozen import builder
+from .keys import operation_ident
 from .store import Participant, QueuedRun, Store
 
 _queued_run = builder(QueuedRun)  # the hot path's constructor (frozen.builder)
@@ -60,7 +61,7 @@ def run_key(ctx: ActionContext, task_id: str, step_id: str, agent: str, args: Ma
     if ctx.entry_id is not None:
         ident = f"entry:{ctx.entry_id}:{ctx.position}"
     elif ctx.operation_id:
-        ident = ctx.operation_id
+        ident = operation_ident(ctx.operation_id)  # `op:`/`op#`: never an `entry:` key, bounded in length
     else:
         return None
     return f"{ident}:{step_id}:{task_id}:{agent}:{_config_digest(ctx, args)}"

@@ -7,8 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import itertools
+import json
+import os
+import socket
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from .builtins import config_digests, register_builtins
@@ -18,7 +24,7 @@ from .errors import (
     UnknownTaskError,
     UnknownWorkflowError,
 )
-from .executors import ActionContext, Directory, Effect, ExecutorRegistry, StaticDirectory
+from .executors import ActionContext, Directory, Effect, ExecutorRegistry, RegisteredExecutor, StaticDirectory
 from .frozen import builder
 from .plan import (
     Plan,
@@ -47,8 +53,12 @@ def _call_with_timeout(fn: Callable[..., Any], args: Mapping[str, Any], ctx: Act
     def target() -> None:
         try:
             outcome["result"] = fn(args, ctx)
-        except BaseException as exc:  # handed to the caller below
+        except Exception as exc:  # handed to the caller below
             outcome["error"] = exc
+        except BaseException as exc:
+            # raised on this worker thread, they concern the executor only: a fault of the call, never the host's
+            outcome["error"] = _Failure(f"{type(exc).__name__} raised by the executor: {exc}".rstrip(": "),
+                                        panic=True)
         finally:
             done.set()
 
@@ -88,6 +98,70 @@ class _Failure(Exception):
         self.message = message
         self.panic = panic
 
+def claim_owner() -> str:
+    """The prefix of this process's claim tokens: `<host>/<pid>/<random>` (`recover` tells a dead process's claims
+    by it)."""
+    return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:12]}"
+
+
+def claim_abandoned(token: str) -> bool:
+    """Whether a claim token names a process of this host that is no longer running (its claim was left by a
+    crash).  Claims of other hosts are never judged here: their lease covers them."""
+    host, _, rest = token.partition("/")
+    pid_text = rest.partition("/")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists (another user's): alive
+        return False
+    return False
+
+
+def as_failure(exc: BaseException) -> _Failure:
+    """An executor's exception as a failure: `ActionFailed` (and a store-backed executor's `StoreError`) ordinary,
+    anything else a contained fault.  `KeyboardInterrupt` is not an executor's to contain: the caller re-raises it
+    (ADR 0021)."""
+    if isinstance(exc, _Failure):
+        return exc
+    if isinstance(exc, (ActionFailed, StoreError)):
+        return _Failure(str(exc) or type(exc).__name__)
+    text = str(exc)
+    return _Failure(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, panic=True)
+
+
+def check_effects(result: Any) -> list[Effect]:
+    """An executor's return value as effect dicts: None is no effect; anything but a list of mappings with string
+    keys and plain JSON values is a failure of that call (`_Failure`), found before anything is recorded."""
+    if result is None:
+        return []
+    if not isinstance(result, (list, tuple)):
+        raise _Failure(f"executor returned {type(result).__name__}, expected a list of effect dicts or None")
+    effects = []
+    for effect in result:
+        if not isinstance(effect, Mapping):
+            raise _Failure(f"executor returned a {type(effect).__name__} among its effects, expected a list of effect "
+                           "dicts or None")
+        bad = next((k for k in effect if not isinstance(k, str)), _NO_KEY)
+        if bad is not _NO_KEY:
+            raise _Failure(f"executor returned an effect with a {type(bad).__name__} key {bad!r}: effect keys are "
+                           "strings")
+        try:
+            json.dumps(effect, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise _Failure(f"executor returned an effect that is not plain JSON data: {exc}") from None
+        effects.append(dict(effect))
+    return effects
+
+
+_NO_KEY = object()
+
+
 class Handler(NamedTuple):
     """A step's handler of one trigger, compiled once: `kinds` are the kinds it runs through executors (the
     pre-dispatch walk's list); when the first transition that needs no approval has no guard (`plain`), it is
@@ -99,17 +173,23 @@ class Handler(NamedTuple):
     plain: bool
     target: str | None
     workflow_steps: tuple[str, ...]  # the step ids of the handler's workflow (the contexts' `workflow_steps`)
+    exit: Handler | None = None  # the step's `on_exit` handler, run before a transition leaves the step
 
 
 NO_HANDLER = Handler((), (), (), True, None, ())
 
 
-def _compile_handler(actions: Sequence[PlanAction], workflow_steps: tuple[str, ...]) -> Handler:
+def _compile_handler(actions: Sequence[PlanAction], workflow_steps: tuple[str, ...],
+                     exit: Handler | None = None) -> Handler:
     runs = tuple(a for a in actions if a.action_class != "transition")
     first = next((a for a in actions if a.action_class == "transition" and not a.requires_approval), None)
     plain = first is None or first.guard is None
     return Handler(tuple(actions), tuple(a.kind for a in runs), runs, plain,
-                   first.target_step if plain and first is not None else None, workflow_steps)
+                   first.target_step if plain and first is not None else None, workflow_steps, exit)
+
+
+EXIT_TRIGGER = "on_exit"
+"""The trigger a step's exit handler is declared on (docs/runtime.md §2, "Leaving a step")."""
 
 
 class _Core:
@@ -129,6 +209,7 @@ class _Core:
         builtins: bool = True,
         session_live: Callable[[str], bool] | None = None,
         atomic_arrivals: bool = True,
+        operation_lease: float = 600.0,
     ) -> None:
         self.plan = plan
         self.store = store
@@ -155,12 +236,21 @@ class _Core:
         self._steps = {(wf.id, s.id): s for wf in plan.workflows for s in wf.steps}
         # (workflow, step, trigger) -> the handler, compiled for `fire` (see `_compile_handler`)
         self._step_ids = {wf.id: tuple(s.id for s in wf.steps) for wf in plan.workflows}
-        self._handlers = {(wf.id, s.id, trigger): _compile_handler(actions, self._step_ids[wf.id])
+        exits = {(wf.id, s.id): _compile_handler(s.handlers[EXIT_TRIGGER], self._step_ids[wf.id])
+                 for wf in plan.workflows for s in wf.steps if s.handlers.get(EXIT_TRIGGER)}
+        self._exits = exits
+        self._handlers = {(wf.id, s.id, trigger): _compile_handler(actions, self._step_ids[wf.id],
+                                                                   exits.get((wf.id, s.id)))
                           for wf in plan.workflows for s in wf.steps for trigger, actions in s.handlers.items()}
+        # a delivery's claim on its operation id (ADR 0020): who claims (host, process), a counter per delivery
+        self._claim_prefix = claim_owner()
+        self._claims = itertools.count(1)
+        self.operation_lease = operation_lease
         self._triggers = {t.name: t for t in plan.triggers}
         self._kinds = {k.name: k for k in plan.kinds}
         self._sequences = {s.name: s for s in plan.sequences}
         self._records = {r.name: r.fields for r in plan.records}
+        self._roles = frozenset(plan.roles)
         self._entry_trigger = plan.entry_policy.trigger
         # triggers whose empty payload needs no check (the kanban-era ones): `fire` skips `_check_payload`
         self.config_digests = config_digests(a for wf in plan.workflows for s in wf.steps
@@ -225,7 +315,8 @@ class _Core:
             self.emit("effect", "info", **fields)
 
     def _call(self, fn: Callable[..., Any], args: Mapping[str, Any], ctx: ActionContext) -> Sequence[Effect]:
-        """Call a host executor, with the configured timeout; failures become `_Failure`."""
+        """Call a host executor, with the configured timeout; failures become `_Failure` (a `StoreError` of the
+        runtime's own store passes through)."""
         try:
             if self.executor_timeout is None:
                 result = fn(args, ctx)
@@ -233,20 +324,36 @@ class _Core:
                 result = _call_with_timeout(fn, args, ctx, self.executor_timeout)
         except (_Failure, StoreError):
             raise
-        except ActionFailed as exc:
-            raise _Failure(str(exc)) from None
-        except Exception as exc:
-            raise _Failure(f"{type(exc).__name__}: {exc}", panic=True) from None
-        if result is None:
-            return ()
-        return self._effects(result)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            raise as_failure(exc) from None
+        return check_effects(result)
+
+    def _invoke(self, executor: RegisteredExecutor, args: Mapping[str, Any], ctx: ActionContext) -> list[Effect]:
+        """Run one action's executor outside entry dispatch (a store-backed one in a unit of its own, a host one with
+        the timeout); every failure of the call, garbage effects included, is a `_Failure` raised before anything
+        is recorded.  Only a `KeyboardInterrupt` on the host's own thread propagates (units roll back first)."""
+        try:
+            if executor.transactional:
+                with self.store.unit() as tx:
+                    return check_effects(executor.fn(args, replace(ctx, store=tx)))
+            if self.executor_timeout is None:
+                return check_effects(executor.fn(args, ctx))
+            return check_effects(_call_with_timeout(executor.fn, args, ctx, self.executor_timeout))
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            raise as_failure(exc) from None
+
+    def new_claim(self) -> str:
+        """A token for one delivery's claim on its operation id."""
+        return f"{self._claim_prefix}:{next(self._claims)}"
 
     @staticmethod
     def _effects(result: Any) -> list[Effect]:
         """An executor's return value as effect dicts (`_Failure` if it is something else)."""
-        if not isinstance(result, (list, tuple)) or not all(isinstance(e, Mapping) for e in result):
-            raise _Failure(f"executor returned {type(result).__name__}, expected a list of effect dicts or None")
-        return [dict(e) for e in result]
+        return check_effects(result)
 
     def _warn_missing(self, workflow_id: str, step_id: str, kind: str, task_id: str, session_id: str | None) -> None:
         self.counters.add("missing_executors")

@@ -5,15 +5,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .checks import check_id
 from .errors import (
     RuntimeFault,
     UnknownStepError,
 )
+from .quorum import REJECTIONS, seats
+from .records import MESSAGES
 from .results import DecisionResult, RecoverResult
-from .store import Decision
+from .store import Decision, TaskState
 from .triggers import TriggerDispatch
 
-__all__ = ["DecisionDispatch"]
+VERDICTS: tuple[str, ...] = ("approved", "rejected", "changes_requested")
+"""The verdicts a decision may carry (docs/runtime.md §2)."""
+
+__all__ = ["DecisionDispatch", "VERDICTS"]
 
 
 class DecisionDispatch(TriggerDispatch):
@@ -23,11 +29,23 @@ class DecisionDispatch(TriggerDispatch):
     def record_decision(self, task_id: str, *, verdict: str, agent: str | None = None, user: str | None = None,
                         role: str = "", session_id: str | None = None) -> DecisionResult:
         """Store a decision at the task's current step and re-evaluate its guarded `on_turn_complete`
-        transitions; a satisfied one moves the task with a compare-and-swap (route `decision`)."""
+        transitions; a satisfied one moves the task with a compare-and-swap (route `decision`).  Checked first
+        (docs/runtime.md §2, "Decisions are checked"): the verdict is one of `VERDICTS`, an agent names a role of
+        the plan; a refused decision raises `RuntimeFault` and stores nothing.  Every stored decision leaves one
+        `decision` record."""
+        check_id(task_id, "task_id")
         if (agent is None) == (user is None):
             raise RuntimeFault("a decision comes from exactly one of `agent` or `user`")
+        check_id(agent if agent is not None else user, "agent" if agent is not None else "user")
+        check_id(session_id, "session_id", optional=True)
+        if not isinstance(verdict, str) or verdict not in VERDICTS:
+            raise RuntimeFault(f"verdict {verdict!r} is not a verdict: use one of {', '.join(VERDICTS)}")
+        if not isinstance(role, str):
+            raise RuntimeFault(f"role must be a string, not {type(role).__name__}")
         if agent is not None and not role:
             raise RuntimeFault("an agent's decision names its role")
+        if role and role not in self._roles:
+            raise RuntimeFault(f"role {role!r} is not a role of the plan (roles: {', '.join(sorted(self._roles))})")
         task = self.task(task_id)
         if task.workflow_id is None or task.step_id is None:
             raise UnknownStepError(f"task `{task_id}` is at no step")
@@ -35,8 +53,7 @@ class DecisionDispatch(TriggerDispatch):
         decision = self.store.record_decision(Decision(
             task_id, step.id, "agent" if agent is not None else "user", agent if agent is not None else user or "",
             role, verdict, session_id=session_id))
-        return self.reevaluate(task.id, step.id, decision.id, actor=agent or user, actor_kind="agent" if agent else
-                               "human", session_id=session_id)
+        return self._reevaluate(task.id, step.id, decision)
 
     def recover(self) -> RecoverResult:
         """Dispatch every arrival that has no entry record, then re-evaluate every stored decision whose
@@ -52,9 +69,7 @@ class DecisionDispatch(TriggerDispatch):
             for d in batch:
                 seen.add(d.id)
                 try:
-                    decisions.append(self.reevaluate(d.task_id, d.step_id, d.id, actor=d.decider_id,
-                                                     actor_kind="agent" if d.decider_type == "agent" else "human",
-                                                     session_id=d.session_id))
+                    decisions.append(self._reevaluate(d.task_id, d.step_id, d))
                 except RuntimeFault as exc:  # its task or step is gone (from the store or the plan): left alone
                     self.emit("warning", "warning", "a stored decision could not be re-evaluated",
                               code="decision_not_reevaluated", task=d.task_id, step=d.step_id, decision_id=d.id,
@@ -64,43 +79,91 @@ class DecisionDispatch(TriggerDispatch):
     def reevaluate(self, task_id: str, step_id: str, decision_id: int, *, actor: str | None = None,
                    actor_kind: str = "system", session_id: str | None = None) -> DecisionResult:
         """Re-evaluate the guarded transitions of `step_id` after decision `decision_id` (idempotent per decision)."""
+        decision = next((d for d in self.store.decisions(task_id, step_id) if d.id == decision_id), None)
+        if decision is None:  # superseded or cleared since: re-evaluated as a decision of `actor`
+            decision = Decision(task_id, step_id, "agent" if actor_kind == "agent" else "user", actor or "", "",
+                                "", id=decision_id, session_id=session_id)
+        return self._reevaluate(task_id, step_id, decision, record=False)
+
+    def _reevaluate(self, task_id: str, step_id: str, decision: Decision, *, record: bool = True) -> DecisionResult:
+        """Re-evaluate the guarded transitions of `step_id` after `decision` (idempotent per decision: its
+        re-evaluation is marked in the store); its `decision` record when `record`."""
         task = self.task(task_id)
         assert task.workflow_id is not None
         step = self.step(task.workflow_id, step_id)
-        operation_id = f"decision:{task.id}:{step.id}:{decision_id}"
-        agent = actor if actor_kind == "agent" else None
-        user = actor if actor_kind != "agent" else None
-        if self.store.operation_applied(operation_id):
+        decision_id, session_id = decision.id, decision.session_id
+        agent = decision.decider_id if decision.decider_type == "agent" else None
+        user = decision.decider_id if decision.decider_type != "agent" else None
+
+        def done(result: str, outcome: DecisionResult) -> DecisionResult:
+            if record:
+                self._decision_record(task.id, step.id, decision, result)
+            return outcome
+
+        if self.store.decision_evaluated(decision_id):
             self.counters.add("redeliveries_discarded")
-            self.emit("redelivery_discarded", "silent", task=task.id, operation_id=operation_id, trigger="decision")
+            self.emit("redelivery_discarded", "silent", task=task.id, decision_id=decision_id, trigger="decision")
             return DecisionResult(decision_id, task.id, step.id, idempotent=True)
         if task.step_id != step.id:  # the task left the decision's step: nothing to re-evaluate
-            self.store.mark_operation(operation_id, task_id=task.id, trigger="decision")
-            return DecisionResult(decision_id, task.id, step.id, abandoned=True)
+            self.store.mark_decision_evaluated(decision_id)
+            return done("ignored", DecisionResult(decision_id, task.id, step.id, abandoned=True))
         target = None
+        approval = False  # a satisfied guard on a `requires_approval` transition: a person must move the task
         for action in step.handlers.get("on_turn_complete", ()):
-            if action.action_class != "transition" or action.guard is None or action.requires_approval:
+            if action.action_class != "transition" or action.guard is None:
                 continue
             q = self._quorum(action, task, step.id, task.workflow_id)
             if not q.satisfied:
                 self.counters.skip(f"quorum:{q.reason}")
                 continue
+            if action.requires_approval:
+                approval = approval or (action.target_step is not None and action.target_step != step.id)
+                continue
             if action.target_step is not None and action.target_step != step.id:
                 target = action.target_step
                 break
         if target is None:
-            self.store.mark_operation(operation_id, task_id=task.id, trigger="decision")
-            return DecisionResult(decision_id, task.id, step.id)
-        wf_id, step_id = task.workflow_id, step.id
+            self.store.mark_decision_evaluated(decision_id)
+            if approval:
+                result = "approval_required"
+            elif not self._seated(task, step.id, decision) and decision.verdict not in REJECTIONS:
+                result = "ignored"  # nobody's seat: approve-style thresholds never count it
+            else:
+                result = "pending"
+            return done(result, DecisionResult(decision_id, task.id, step.id))
+        wf_id, from_step = task.workflow_id, step.id
+        exit_handler = self._exits.get((wf_id, from_step))
+        if exit_handler is not None:
+            failure = self._leave(exit_handler, task, wf_id, from_step, session_id, None)
+            if failure is not None:  # the move is refused; a later decision (or `recover`) evaluates again
+                return done("refused", DecisionResult(decision_id, task.id, step.id, abandoned=True))
         destination = self._steps.get((wf_id, target))
         result, entered = self._write_arrival(
             lambda store: (store.move_task(task.id, wf_id, target, route="decision",
                                            actor_kind="agent" if agent else "human", actor_id=agent or user,
-                                           session_id=session_id, expected_step_id=step_id,
-                                           operation_id=operation_id, operation_trigger="decision"), destination),
+                                           session_id=session_id, expected_step_id=from_step,
+                                           decision_id=decision_id), destination),
             task.id, session_id)
-        if result.status != "moved":
-            return DecisionResult(decision_id, task.id, step.id, abandoned=True)
+        if result.status != "moved":  # another writer moved the task first
+            return done("refused", DecisionResult(decision_id, task.id, step.id, abandoned=True))
         self.counters.add("transitions")
         arrival = self._after_move(result.ledger, task.id, step.id, session_id, entered=entered)
-        return DecisionResult(decision_id, task.id, step.id, transitioned=True, arrival=arrival)
+        return done("moved", DecisionResult(decision_id, task.id, step.id, transitioned=True, arrival=arrival))
+
+    def _seated(self, task: TaskState, step_id: str, decision: Decision) -> bool:
+        """Whether the decider holds a seat of the decision's role for the task at the step."""
+        if not decision.role or not decision.decider_id:
+            return False
+        participants = self.store.participants(task.id, self._step_ids.get(task.workflow_id or "", (step_id,)))
+        return any(p.agent == decision.decider_id
+                   for p in seats(participants, task_id=task.id, step_id=step_id, role=decision.role))
+
+    def _decision_record(self, task_id: str, step_id: str, decision: Decision, result: str) -> None:
+        if not self.sinks:
+            return
+        task = self.store.get_task(task_id)
+        seated = task is not None and self._seated(task, step_id, decision)
+        who = {"agent": decision.decider_id} if decision.decider_type == "agent" else {"user": decision.decider_id}
+        self.emit("decision", "info", MESSAGES["decision"], task=task_id, step=step_id, verdict=decision.verdict,
+                  **who, role=decision.role, seated=seated, result=result, decision_id=decision.id,
+                  session=decision.session_id)

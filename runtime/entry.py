@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from .core import IN_PROGRESS, _Core, _Failure, _Redelivered, _Retry
+from .core import IN_PROGRESS, _Core, _Failure, _Redelivered, _Retry, claim_abandoned
 from .errors import (
     ActionFailed,
     RuntimeFault,
@@ -55,7 +55,14 @@ class EntryDispatch(_Core):
         return self._enter(row, session_live=session_live)
 
     def recover(self) -> RecoverResult:
-        """Dispatch every arrival that has no entry record (the crash window between commit and dispatch)."""
+        """Dispatch every arrival that has no entry record (the crash window between commit and dispatch), after
+        releasing the operation claims that crashed processes of this host left (ADR 0020: a redelivery then runs
+        the operation; claims of other hosts end with their lease)."""
+        for operation_id, token in self.store.claimed_operations(limit=10_000):
+            if claim_abandoned(token) and self.store.release_operation(operation_id, token):
+                self.counters.add("claims_released")
+                self.emit("warning", "warning", "operation claim released: the process that held it is gone",
+                          code="operation_claim_released", operation_id=operation_id)
         entries = []
         while True:
             rows = self.store.unrecorded_arrivals(limit=500)

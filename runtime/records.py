@@ -32,6 +32,7 @@ MESSAGES: dict[str, str] = {
     "dispatch_info": "trigger dispatched",
     "dispatch_debug": "trigger dispatched: step has no actions",
     "dispatch_error": "trigger dispatch aborted",
+    "decision": "decision recorded",
 }
 
 

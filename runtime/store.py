@@ -18,7 +18,7 @@ from .frozen import fast_init
 
 __all__ = [
     "TaskState", "LedgerRow", "MoveResult", "EntryRecord", "Marker", "QueuedRun", "Participant", "Decision",
-    "Store", "StoreError", "MarkerState", "Route", "ROUTES",
+    "Store", "StoreError", "MarkerState", "Route", "ROUTES", "Claim",
 ]
 
 Route = Literal["creation", "manual_move", "engine_transition", "decision", "workflow_switch", "queue_promotion",
@@ -26,6 +26,10 @@ Route = Literal["creation", "manual_move", "engine_transition", "decision", "wor
 ROUTES: tuple[str, ...] = ("creation", "manual_move", "engine_transition", "decision", "workflow_switch",
                            "queue_promotion", "detach")
 MarkerState = Literal["in_progress", "done", "failed"]
+Claim = Literal["claimed", "taken_over", "applied", "busy"]
+"""What `Store.claim_operation` found: `claimed` (this delivery may run it), `taken_over` (a claim whose lease
+ran out, i.e. left by a delivery that crashed or hung: now this one's), `applied` (it took effect already) or
+`busy` (another delivery holds a live claim)."""
 
 
 class StoreError(Exception):
@@ -159,12 +163,13 @@ class Store(Protocol):
     def move_task(self, task_id: str, to_workflow_id: str | None, to_step_id: str | None, *, route: str,
                   actor_kind: str = "system", actor_id: str | None = None, session_id: str | None = None,
                   expected_step_id: str | None = None, operation_id: str | None = None,
-                  operation_trigger: str | None = None) -> MoveResult:
+                  operation_trigger: str | None = None, decision_id: int | None = None) -> MoveResult:
         """Change a task's step and write the ledger row in one transaction.
 
         No row when the step does not change.  `expected_step_id` makes it a
         compare-and-swap.  `operation_id`, if given, is marked applied in the same
-        transaction (also when the step does not change)."""
+        transaction (also when the step does not change), and so is decision
+        `decision_id`'s re-evaluation (`mark_decision_evaluated`)."""
         ...
 
     def ledger_row(self, ledger_id: int) -> LedgerRow | None: ...
@@ -194,10 +199,40 @@ class Store(Protocol):
     def finish_marker(self, entry_id: int, position: int, state: MarkerState, error: str | None = None) -> None: ...
 
     # ---- operations (other triggers) -----------------------------------------------------------
-    def operation_applied(self, operation_id: str) -> bool: ...
+    # Operation ids are the host's: any text (no NUL, no lone surrogate), of any length; a store keys them on a
+    # fixed-size digest (ADR 0020).  The runtime's own marks (decisions) live elsewhere, so no host id can equal one.
+    def operation_applied(self, operation_id: str) -> bool:
+        """Whether the operation took effect (a claim in progress is not applied)."""
+        ...
+
+    def claim_operation(self, operation_id: str, *, token: str, lease: float, task_id: str | None = None,
+                        trigger: str | None = None) -> Claim:
+        """Claim the operation for the delivery `token` for `lease` seconds, in a transaction of its own, before
+        any of its actions runs (see `Claim`).  Two deliveries that overlap get `claimed` once: the other gets
+        `busy` (or `applied` once the first took effect)."""
+        ...
+
+    def release_operation(self, operation_id: str, token: str) -> bool:
+        """Give up `token`'s claim (an aborted delivery: a later one runs the whole list again); False if
+        `token` holds no claim of it (taken over, applied, or never claimed)."""
+        ...
 
     def mark_operation(self, operation_id: str, *, task_id: str | None = None, trigger: str | None = None) -> bool:
-        """Mark applied; False if it already was."""
+        """Mark applied (whoever holds its claim); False if it already was."""
+        ...
+
+    def claimed_operations(self, limit: int = 1000) -> list[tuple[str, str]]:
+        """Operations claimed and not applied, as (operation id, claim token), oldest lease first: what `recover`
+        looks through for claims left by a crashed process."""
+        ...
+
+    # ---- decisions' re-evaluation ---------------------------------------------------------------
+    def decision_evaluated(self, decision_id: int) -> bool:
+        """Whether decision `decision_id`'s re-evaluation is marked done (`recover` skips it)."""
+        ...
+
+    def mark_decision_evaluated(self, decision_id: int) -> bool:
+        """Mark decision `decision_id`'s re-evaluation done; False if it was (or there is no such decision)."""
         ...
 
     # ---- effects the runtime owns -------------------------------------------------------------
@@ -229,8 +264,8 @@ class Store(Protocol):
         ...
 
     def unevaluated_decisions(self, limit: int = 1000) -> list[Decision]:
-        """Active decisions whose re-evaluation is not marked applied (no operation
-        `decision:<task_id>:<step_id>:<id>`), oldest first: what `recover` re-evaluates."""
+        """Active decisions whose re-evaluation is not marked done (`mark_decision_evaluated`), oldest first: what
+        `recover` re-evaluates."""
         ...
 
     def clear_decisions(self, task_id: str, step_id: str) -> int: ...

@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from .arrivals import Arrivals
-from .core import NO_HANDLER, _Failure, _new_context
+from .core import NO_HANDLER, Handler, _Failure, _new_context, as_failure, check_effects
 from .entry import Counts
 from .errors import (
-    ActionFailed,
     PayloadError,
     RuntimeFault,
     UnknownStepError,
@@ -20,11 +19,12 @@ from .errors import (
     UnknownTriggerError,
 )
 from .frozen import builder
+from .keys import operation_ident
 from .plan import PlanAction, value_problem
 from .quorum import evaluate as evaluate_quorum
 from .records import MESSAGES, Level
 from .results import ArrivalResult, FireResult
-from .store import StoreError, TaskState
+from .store import TaskState
 
 _fire_result = builder(FireResult)  # the hot path's constructor (frozen.builder)
 
@@ -93,18 +93,43 @@ class TriggerDispatch(Arrivals):
             if (wf_id, step_id) not in self._steps:
                 self.step(wf_id, step_id)  # raises: the plan has no such workflow or step
             handler = NO_HANDLER
-        actions = handler.actions
         registered = self.executors.entries
         for kind in handler.kinds:  # the pre-dispatch walk: warns even on an idempotent replay
             if kind not in registered:
                 self._warn_missing(wf_id, step_id, kind, task.id, session_id)
-        if operation_id and self.store.operation_applied(operation_id):
-            self.counters.add("idempotent")
-            self.counters.add("redeliveries_discarded")
-            # trace-only (silent): an idempotent replay writes no dispatch record (RUNTIME.md §3)
-            self.emit("redelivery_discarded", "silent", task=task.id, operation_id=operation_id, trigger=trigger)
-            self._outcome(outcome_label, trigger, "idempotent", task.id, operation_id)
-            return FireResult("idempotent", trigger, task.id, step_id, operation_id)
+        token = None
+        if operation_id:
+            token = self.new_claim()
+            claim = self.store.claim_operation(operation_id, token=token, lease=self.operation_lease, task_id=task.id,
+                                               trigger=trigger)
+            if claim == "applied" or claim == "busy":
+                # `busy`: an overlapping delivery holds the claim and is running it: this one is discarded whole
+                self.counters.add("idempotent")
+                self.counters.add("redeliveries_discarded")
+                # trace-only (silent): an idempotent replay writes no dispatch record (docs/runtime.md §3)
+                self.emit("redelivery_discarded", "silent", task=task.id, operation_id=operation_id, trigger=trigger,
+                          **({"in_progress": True} if claim == "busy" else {}))
+                self._outcome(outcome_label, trigger, "idempotent", task.id, operation_id)
+                return FireResult("idempotent", trigger, task.id, step_id, operation_id)
+            if claim == "taken_over":
+                self.emit("warning", "warning", "operation claim taken over: its lease ran out (a delivery crashed "
+                          "or outlived the lease)", code="operation_claim_expired", task=task.id,
+                          operation_id=operation_id, trigger=trigger)
+        try:
+            return self._run_handler(handler, trigger, task, wf_id, step_id, session_id, payload, operation_id,
+                                     token, outcome_label)
+        except BaseException:
+            if token is not None:  # never left claimed by a delivery that failed: a redelivery runs it again
+                with contextlib.suppress(Exception):
+                    self.store.release_operation(operation_id or "", token)
+            raise
+
+    def _run_handler(self, handler: Handler, trigger: str, task: TaskState, wf_id: str, step_id: str,
+                     session_id: str | None, payload: dict[str, Any], operation_id: str | None, token: str | None,
+                     outcome_label: Mapping[str, Any] | None) -> FireResult:
+        """Walk a handler abort-on-first, leave the step if a transition picked another one, mark the operation."""
+        actions = handler.actions
+        registered = self.executors.entries
         # a plain handler's target is known; otherwise transitions are chosen in the walk, guards evaluated in order
         target, chosen = handler.target, handler.plain
         walk = handler.runs if chosen else actions
@@ -125,34 +150,30 @@ class TriggerDispatch(Arrivals):
                 if executed is None:
                     executed = _ran(walk, action)
                 continue
-            key = f"{operation_id}:{action.position}:{action.kind}" if operation_id else None
+            key = f"{operation_ident(operation_id)}:{action.position}:{action.kind}" if operation_id else None
             ctx = _new_context(action.kind, task, wf_id, step_id, trigger, action.position, key, None, operation_id,
                                session_id, payload, None, self, self.directory,  # as `_context` builds it
                                handler.workflow_steps)
             try:
-                if executor.transactional:
-                    with self.store.unit() as tx:
-                        effects = executor.fn(action.args, replace(ctx, store=tx)) or ()
-                elif self.executor_timeout is None:  # called in place; its exceptions are handled below
-                    returned = executor.fn(action.args, ctx)
-                    effects = () if returned is None else self._effects(returned)
+                if not executor.transactional and self.executor_timeout is None:  # in place: the hot path
+                    try:
+                        returned = executor.fn(action.args, ctx)
+                    except KeyboardInterrupt:
+                        raise
+                    except BaseException as exc:
+                        raise as_failure(exc) from None
+                    effects = () if returned is None else check_effects(returned)
                 else:
-                    effects = self._call(executor.fn, action.args, ctx)
-            except (_Failure, ActionFailed, StoreError, Exception) as exc:
-                failure = exc if isinstance(exc, _Failure) else _Failure(
-                    str(exc) if isinstance(exc, (ActionFailed, StoreError)) else f"{type(exc).__name__}: {exc}",
-                    panic=not isinstance(exc, (ActionFailed, StoreError)))
-                self._record_failure(failure, task.id, session_id, action.kind)
+                    effects = self._invoke(executor, action.args, ctx)
+            except _Failure as failure:
                 ran = tuple(executed if executed is not None else _ran(walk, action))
-                self.emit("dispatch", "error", MESSAGES["dispatch_error"], trigger=trigger, task=task.id,
-                          session=session_id, step=step_id, operation_id=operation_id, actions=list(ran),
-                          failed_kind=action.kind, error=failure.message)
-                self._outcome(outcome_label, trigger, "error", task.id, operation_id)
-                return FireResult("error", trigger, task.id, step_id, operation_id, ran, error=failure.message)
+                return self._aborted(trigger, task, step_id, session_id, operation_id, token, outcome_label, ran,
+                                     action.kind, failure)
             if executed is not None:
                 executed.append(action.kind)
             if effects:
                 self._emit_effects(effects, action.kind, task.id, step_id, operation_id=operation_id)
+        ran_kinds = handler.kinds if executed is None else tuple(executed)
         if self.sinks:
             level: Level = "info" if actions else "debug"
             self.emit("dispatch", level, MESSAGES["dispatch_info" if actions else "dispatch_debug"],
@@ -160,6 +181,14 @@ class TriggerDispatch(Arrivals):
                       actions=[a.kind for a in actions])
         arrival = None
         if target is not None and target != step_id:
+            if handler.exit is not None:  # leaving the step: its `on_exit` first, abort-on-first
+                failure = self._leave(handler.exit, task, wf_id, step_id, session_id, operation_id)
+                if failure is not None:
+                    if token is not None and operation_id:
+                        self.store.release_operation(operation_id, token)
+                    self._outcome(outcome_label, trigger, "error", task.id, operation_id)
+                    return FireResult("error", trigger, task.id, step_id, operation_id, ran_kinds,
+                                      error=f"on_exit: {failure.message}")
             task_id = task.id
             actor_kind = "agent" if session_id else "system"
             entered = None
@@ -190,8 +219,21 @@ class TriggerDispatch(Arrivals):
                 self.store.mark_operation(operation_id, task_id=task.id, trigger=trigger)
         if self.sinks:
             self._outcome(outcome_label, trigger, "dispatched", task.id, operation_id)
-        return _fire_result("dispatched", trigger, task.id, step_id, operation_id,
-                            handler.kinds if executed is None else tuple(executed), arrival)
+        return _fire_result("dispatched", trigger, task.id, step_id, operation_id, ran_kinds, arrival)
+
+    def _aborted(self, trigger: str, task: TaskState, step_id: str, session_id: str | None,
+                 operation_id: str | None, token: str | None, outcome_label: Mapping[str, Any] | None,
+                 ran: tuple[str, ...], kind: str, failure: _Failure) -> FireResult:
+        """An executor failed: the rest of the handler is not run, the claim is released (a redelivery runs the
+        whole list again)."""
+        if token is not None and operation_id:
+            self.store.release_operation(operation_id, token)
+        self._record_failure(failure, task.id, session_id, kind)
+        self.emit("dispatch", "error", MESSAGES["dispatch_error"], trigger=trigger, task=task.id,
+                  session=session_id, step=step_id, operation_id=operation_id, actions=list(ran),
+                  failed_kind=kind, error=failure.message)
+        self._outcome(outcome_label, trigger, "error", task.id, operation_id)
+        return FireResult("error", trigger, task.id, step_id, operation_id, ran, error=failure.message)
 
     def _outcome(self, label: Mapping[str, Any] | None, trigger: str, result: str, task_id: str,
                  operation_id: str | None) -> None:

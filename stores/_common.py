@@ -6,6 +6,7 @@ memory store and the SQL store refuse the same calls with the same exceptions.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, cast, get_args
@@ -16,7 +17,7 @@ __all__ = [
     "MARKER_STATES", "DECIDER_TYPES", "clean_id", "is_arrival", "check_state", "check_decider",
     "check_route", "check_seat_task", "payload_text", "payload_value", "attempted_text", "failed_text",
     "attempted_value", "failed_value", "steps_tuple", "exists_error", "no_ledger_row_error",
-    "foreign_entry_error", "no_destination_error",
+    "foreign_entry_error", "no_destination_error", "operation_key",
 ]
 
 MARKER_STATES: tuple[str, ...] = get_args(MarkerState)
@@ -115,3 +116,9 @@ def foreign_entry_error(entry_id: int, record: tuple[object, ...], row: tuple[ob
     """An entry record whose (task, workflow, step) is not its ledger row's (task, destination)."""
     return StoreError(f"entry {entry_id} records (task, workflow, step) {record!r}, but its ledger row moves "
                       f"{row[0]!r} to {row[1:]!r}: an entry record belongs to its row's task and destination")
+
+
+def operation_key(operation_id: str) -> str:
+    """The key a store files a host's operation id under: its SHA-256, hex (ADR 0020).  Fixed-size, so an id of
+    any length fits a B-tree on both dialects; the host's own namespace, so no runtime key can equal it."""
+    return hashlib.sha256(operation_id.encode("utf-8", "surrogatepass")).hexdigest()

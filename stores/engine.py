@@ -19,14 +19,14 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError, ProgrammingError
 from sqlalchemy.pool import StaticPool
 
 from interlock.runtime.store import StoreError
 
 __all__ = [
     "BUSY_TIMEOUT_S", "SQLITE_PAGE_SIZE", "BEGIN_OPTION", "ADVISORY_NAMESPACE", "MIGRATION_LOCK_KEY", "normalise_url", "is_memory_url",
-    "make_engine", "memory_lock", "display_url", "upgrade_hint", "store_error",
+    "check_url", "make_engine", "memory_lock", "display_url", "upgrade_hint", "store_error",
 ]
 
 BUSY_TIMEOUT_S = 30.0
@@ -61,6 +61,71 @@ def normalise_url(url: str | URL) -> URL:
     return url
 
 
+_DRIVERS = {"sqlite": ("pysqlite",), "postgresql": ("psycopg",)}
+_URL_FORMS = "sqlite:///FILE.db, sqlite:// (in memory) or postgresql://USER@HOST/DATABASE"
+# query arguments the pysqlite dialect reads itself (with `uri=true` the others go to SQLite as URI options)
+_SQLITE_ARGS = {"timeout": float, "cached_statements": int, "detect_types": int, "check_same_thread": bool,
+                "isolation_level": str, "uri": bool}
+
+
+def check_url(url: str | URL) -> URL:
+    """The normalised URL, or a `StoreError` saying in words what is wrong with it: empty, unparseable, a
+    database other than SQLite or PostgreSQL, a driver other than pysqlite or psycopg 3 (or not installed), a
+    query argument the driver does not read or cannot parse."""
+    shown = url if isinstance(url, URL) else _clip(url)
+    if isinstance(url, str) and not url.strip():
+        raise StoreError(f"empty database URL: give {_URL_FORMS}")
+    try:
+        u = normalise_url(url.strip() if isinstance(url, str) else url)
+    except (ArgumentError, ValueError) as exc:
+        raise StoreError(f"cannot parse the database URL `{shown}` ({exc}): give {_URL_FORMS}") from None
+    backend, driver = u.get_backend_name(), u.get_driver_name()
+    drivers = _DRIVERS.get(backend)
+    if drivers is None:
+        raise StoreError(f"unsupported database `{backend}` in `{shown}`: interlock stores run on SQLite and "
+                         f"PostgreSQL ({_URL_FORMS})")
+    if driver not in drivers:
+        raise StoreError(f"unsupported driver `{backend}+{driver}` in `{shown}`: use "
+                         f"{' or '.join(f'{backend}+{d}' for d in drivers)} (or plain `{backend}://`)")
+    if backend == "postgresql":
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise StoreError(f"`{shown}` needs the psycopg 3 driver, which is not installed: "
+                             "pip install 'psycopg[binary]'") from None
+        return u
+    if u.host or u.port or u.username or u.password:
+        raise StoreError(f"`{shown}`: a SQLite URL names no host or user: sqlite:///FILE.db (relative), "
+                         "sqlite:////abs/FILE.db or sqlite:// (in memory)")
+    uri = str(u.query.get("uri", "")).lower() in ("true", "1")
+    for key, value in u.query.items():
+        expected = _SQLITE_ARGS.get(key)
+        if expected is None:
+            if uri:
+                continue
+            raise StoreError(f"`{shown}`: SQLite reads no query argument `{key}` (known: "
+                             f"{', '.join(_SQLITE_ARGS)}; SQLite URI options need `uri=true`)")
+        text = value if isinstance(value, str) else ",".join(value)
+        if expected is bool:
+            ok = text.lower() in ("true", "false", "1", "0")
+        elif expected is str:
+            ok = True
+        else:
+            try:
+                number = expected(text)
+                ok = number >= 0
+            except ValueError:
+                ok = False
+        if not ok:
+            kind = {float: "a number of seconds", int: "a whole number", bool: "true or false"}.get(expected, "")
+            raise StoreError(f"`{shown}`: `{key}={_clip(text, 40)}` is not {kind}")
+    return u
+
+
+def _clip(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
 def is_memory_url(url: str | URL) -> bool:
     """True for an in-memory SQLite database (`sqlite://`, `sqlite:///:memory:`, `mode=memory` URIs)."""
     u = normalise_url(url)
@@ -83,8 +148,8 @@ def make_engine(url: str | URL, *, busy_timeout: float = BUSY_TIMEOUT_S, **kwarg
     """An engine for `url`, with the SQLite settings described in the module docstring.
 
     `busy_timeout` (seconds, SQLite only) is how long a writer waits for the write lock;
-    other keyword arguments go to `sqlalchemy.create_engine`."""
-    u = normalise_url(url)
+    other keyword arguments go to `sqlalchemy.create_engine`.  A URL `check_url` refuses raises `StoreError`."""
+    u = check_url(url)
     if u.get_backend_name() != "sqlite":
         # Hosts keep stores open for days: a connection the server dropped is replaced, not reported.
         kwargs.setdefault("pool_pre_ping", True)

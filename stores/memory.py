@@ -19,6 +19,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -26,6 +27,7 @@ from typing import Any, TypeVar
 
 from interlock.runtime.frozen import builder
 from interlock.runtime.store import (
+    Claim,
     Decision,
     EntryRecord,
     LedgerRow,
@@ -88,7 +90,9 @@ class MemoryStore:
         self._ledger_by_task: dict[str, list[LedgerRow]] = {}
         self._entries: dict[int, EntryRecord] = {}
         self._markers: dict[int, dict[int, Marker]] = {}
-        self._operations: dict[str, tuple[str | None, str | None]] = {}
+        # operation id -> (state, claim token, lease until (epoch seconds), task id, trigger)
+        self._operations: dict[str, tuple[str, str | None, float, str | None, str | None]] = {}
+        self._evaluated: dict[int, bool] = {}  # every decision id: whether its re-evaluation is done
         self._runs: dict[str, QueuedRun] = {}
         self._runs_by_task: dict[str, list[QueuedRun]] = {}
         self._seats: dict[SeatKey, Participant] = {}
@@ -171,7 +175,7 @@ class MemoryStore:
     def move_task(self, task_id: str, to_workflow_id: str | None, to_step_id: str | None, *, route: str,
                   actor_kind: str = "system", actor_id: str | None = None, session_id: str | None = None,
                   expected_step_id: str | None = None, operation_id: str | None = None,
-                  operation_trigger: str | None = None) -> MoveResult:
+                  operation_trigger: str | None = None, decision_id: int | None = None) -> MoveResult:
         """Change a task's step and write the ledger row in one step (see the protocol)."""
         if not route:
             check_route(route)
@@ -197,6 +201,8 @@ class MemoryStore:
                 task = moved
             if operation_id is not None:
                 self._mark(operation_id, task_id, operation_trigger)
+            if decision_id is not None:
+                self._mark_evaluated(decision_id)
             return _move_result("moved" if row is not None else "same_step", row, task)
 
     def _write_ledger(self, task_id: str, from_wf: str | None, from_step: str | None, to_wf: str | None,
@@ -307,7 +313,37 @@ class MemoryStore:
     # ---- operations -------------------------------------------------------------------------------
     def operation_applied(self, operation_id: str) -> bool:
         with self._lock:
-            return operation_id in self._operations
+            found = self._operations.get(operation_id)
+            return found is not None and found[0] == "applied"
+
+    def claim_operation(self, operation_id: str, *, token: str, lease: float, task_id: str | None = None,
+                        trigger: str | None = None) -> Claim:
+        """Claim the operation for `token` (see the protocol)."""
+        now = time.time()
+        with self._lock:
+            found = self._operations.get(operation_id)
+            if found is not None and found[0] == "applied":
+                return "applied"
+            if found is not None and found[2] >= now:
+                return "busy"
+            self._put(self._operations, operation_id, ("claimed", token, now + lease, task_id, trigger))
+            return "claimed" if found is None else "taken_over"
+
+    def release_operation(self, operation_id: str, token: str) -> bool:
+        """Give up `token`'s claim; False if it holds none."""
+        with self._lock:
+            found = self._operations.get(operation_id)
+            if found is None or found[0] != "claimed" or found[1] != token:
+                return False
+            self._pop(self._operations, operation_id)
+            return True
+
+    def claimed_operations(self, limit: int = 1000) -> list[tuple[str, str]]:
+        """Operations claimed and not applied: (operation id, claim token), oldest lease first."""
+        with self._lock:
+            claims = sorted((until, op, token) for op, (state, token, until, _, _) in self._operations.items()
+                            if state == "claimed" and token is not None)
+        return [(op, token) for _, op, token in claims[:max(limit, 0)]]
 
     def mark_operation(self, operation_id: str, *, task_id: str | None = None, trigger: str | None = None) -> bool:
         """Mark applied; False if it already was."""
@@ -315,9 +351,24 @@ class MemoryStore:
             return self._mark(operation_id, task_id, trigger)
 
     def _mark(self, operation_id: str, task_id: str | None, trigger: str | None) -> bool:
-        if operation_id in self._operations:
+        found = self._operations.get(operation_id)
+        if found is not None and found[0] == "applied":
             return False
-        self._put(self._operations, operation_id, (task_id, trigger))
+        self._put(self._operations, operation_id, ("applied", None, 0.0, task_id, trigger))
+        return True
+
+    def decision_evaluated(self, decision_id: int) -> bool:
+        with self._lock:
+            return self._evaluated.get(decision_id, False)
+
+    def mark_decision_evaluated(self, decision_id: int) -> bool:
+        with self._lock:
+            return self._mark_evaluated(decision_id)
+
+    def _mark_evaluated(self, decision_id: int) -> bool:
+        if self._evaluated.get(decision_id, True):  # done already, or no such decision
+            return False
+        self._put(self._evaluated, decision_id, True)
         return True
 
     # ---- runs, seats, decisions -------------------------------------------------------------------
@@ -392,6 +443,7 @@ class MemoryStore:
                 self._pop(active, old.id)
             self._put(self._active, key, stored)
             self._put(active, stored.id, stored)
+            self._put(self._evaluated, stored.id, False)
             return stored
 
     def decisions(self, task_id: str, step_id: str) -> list[Decision]:
@@ -402,8 +454,7 @@ class MemoryStore:
     def unevaluated_decisions(self, limit: int = 1000) -> list[Decision]:
         """Active decisions whose re-evaluation is not marked applied, oldest first."""
         with self._lock:
-            pending = (d for d in self._active.values()
-                       if f"decision:{d.task_id}:{d.step_id}:{d.id}" not in self._operations)
+            pending = (d for d in self._active.values() if not self._evaluated.get(d.id, False))
             return heapq.nsmallest(max(limit, 0), pending, key=_by_id)
 
     def clear_decisions(self, task_id: str, step_id: str) -> int:

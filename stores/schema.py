@@ -24,6 +24,7 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -107,10 +108,17 @@ entry_markers = Table(
 
 operations = Table(
     "interlock_operations", metadata,
-    Column("operation_id", Text, primary_key=True),
+    # ADR 0020: keyed on the SHA-256 (hex) of the host's operation id, so an id of any length fits a B-tree
+    Column("op_key", Text, nullable=False),
+    Column("operation_id", Text, nullable=False),  # the id as the host gave it (records; never indexed)
     Column("task_id", Text, nullable=True),
     Column("trigger", Text, nullable=True),
-    _ts("applied_at"),
+    Column("state", Text, nullable=False),  # claimed (a delivery is running it) | applied
+    Column("claim_token", Text, nullable=True),  # the claiming delivery
+    Column("lease_until", Float, nullable=True),  # epoch seconds: a claim past it may be taken over
+    _ts("applied_at", nullable=True),
+    PrimaryKeyConstraint("op_key", name="pk_interlock_operations"),
+    CheckConstraint("state IN ('claimed', 'applied')", name="ck_interlock_operations_state"),
 )
 
 runs = Table(
@@ -155,6 +163,7 @@ decisions = Table(
     Column("session_id", Text, nullable=True),
     _ts("decided_at"),
     _ts("superseded_at", nullable=True),
+    _ts("evaluated_at", nullable=True),  # when `recover` need not re-evaluate it any more (ADR 0020)
     CheckConstraint("decider_type IN ('agent', 'user')", name="ck_interlock_decisions_decider_type"),
     Index("ix_interlock_decisions_task_step", "task_id", "step_id", "id"),
     # One active decision per decider and role: the backstop of `record_decision`'s supersede.

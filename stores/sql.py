@@ -40,6 +40,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
@@ -53,6 +54,7 @@ from sqlalchemy.exc import DBAPIError
 
 from interlock.runtime.frozen import builder
 from interlock.runtime.store import (
+    Claim,
     Decision,
     EntryRecord,
     LedgerRow,
@@ -80,6 +82,7 @@ from ._common import (
     is_arrival,
     no_destination_error,
     no_ledger_row_error,
+    operation_key,
     payload_text,
     payload_value,
     steps_tuple,
@@ -150,9 +153,21 @@ I_MARKER = ('INSERT INTO interlock_entry_markers (entry_id, "position", kind, st
 U_MARKER = ("UPDATE interlock_entry_markers SET state = :state, error = :error, updated_at = :now "
             'WHERE entry_id = :entry_id AND "position" = :position')
 
-Q_OPERATION = "SELECT 1 FROM interlock_operations WHERE operation_id = :id"
-I_OPERATION = ('INSERT INTO interlock_operations (operation_id, task_id, "trigger", applied_at) '
-               "VALUES (:id, :task_id, :trigger, :now) ON CONFLICT (operation_id) DO NOTHING")
+Q_OPERATION = "SELECT state FROM interlock_operations WHERE op_key = :key"
+I_OPERATION = ('INSERT INTO interlock_operations (op_key, operation_id, task_id, "trigger", state, applied_at) '
+               "VALUES (:key, :id, :task_id, :trigger, 'applied', :now) ON CONFLICT (op_key) DO UPDATE SET "
+               "state = 'applied', applied_at = excluded.applied_at, claim_token = NULL, lease_until = NULL "
+               "WHERE interlock_operations.state = 'claimed'")
+I_CLAIM = ('INSERT INTO interlock_operations (op_key, operation_id, task_id, "trigger", state, claim_token, '
+           "lease_until) VALUES (:key, :id, :task_id, :trigger, 'claimed', :token, :until) "
+           "ON CONFLICT (op_key) DO NOTHING")
+U_TAKE_OVER = ("UPDATE interlock_operations SET claim_token = :token, lease_until = :until "
+               "WHERE op_key = :key AND state = 'claimed' AND lease_until < :now")
+Q_CLAIMS = ("SELECT operation_id, claim_token FROM interlock_operations WHERE state = 'claimed' "
+            "ORDER BY lease_until LIMIT :limit")
+D_CLAIM = "DELETE FROM interlock_operations WHERE op_key = :key AND state = 'claimed' AND claim_token = :token"
+Q_EVALUATED = "SELECT evaluated_at IS NOT NULL FROM interlock_decisions WHERE id = :id"
+U_EVALUATED = "UPDATE interlock_decisions SET evaluated_at = :now WHERE id = :id AND evaluated_at IS NULL"
 
 I_RUN = ("INSERT INTO interlock_runs (idempotency_key, task_id, step_id, agent, reason, payload, entry_id, "
          "operation_id, created_at) VALUES (:key, :task_id, :step_id, :agent, :reason, :payload, :entry_id, "
@@ -179,9 +194,8 @@ I_DECISION = ("INSERT INTO interlock_decisions (task_id, step_id, decider_type, 
               ":session_id, :now)")
 Q_DECISIONS = (f"SELECT {_DECISION_COLS} FROM interlock_decisions WHERE task_id = :task_id AND step_id = :step_id "
                "AND superseded_at IS NULL ORDER BY id")
-Q_UNEVALUATED = (f"SELECT {_DECISION_COLS} FROM interlock_decisions d WHERE superseded_at IS NULL AND NOT EXISTS "
-                 "(SELECT 1 FROM interlock_operations o WHERE o.operation_id = 'decision:' || d.task_id || ':' || "
-                 "d.step_id || ':' || CAST(d.id AS TEXT)) ORDER BY id LIMIT :limit")
+Q_UNEVALUATED = (f"SELECT {_DECISION_COLS} FROM interlock_decisions WHERE superseded_at IS NULL AND evaluated_at "
+                 "IS NULL ORDER BY id LIMIT :limit")
 CLEAR_DECISIONS = ("UPDATE interlock_decisions SET superseded_at = :now WHERE task_id = :task_id AND "
                    "step_id = :step_id AND superseded_at IS NULL")
 
@@ -286,6 +300,7 @@ class _Shared:
         self.u_marker = sql(U_MARKER)
         self.q_operation = sql(Q_OPERATION)
         self.i_operation = sql(I_OPERATION)
+        self.u_evaluated = sql(U_EVALUATED)
         self.i_run = sql(I_RUN)
         self.i_decision = sql(I_DECISION + (" RETURNING id" if self.returning else ""))
 
@@ -689,7 +704,7 @@ class SqlStore:
     def move_task(self, task_id: str, to_workflow_id: str | None, to_step_id: str | None, *, route: str,
                   actor_kind: str = "system", actor_id: str | None = None, session_id: str | None = None,
                   expected_step_id: str | None = None, operation_id: str | None = None,
-                  operation_trigger: str | None = None) -> MoveResult:
+                  operation_trigger: str | None = None, decision_id: int | None = None) -> MoveResult:
         """Change a task's step and write the ledger row in one transaction (see the protocol)."""
         check_route(route)
         to_wf, to_step = clean_id(to_workflow_id), clean_id(to_step_id)
@@ -719,6 +734,8 @@ class SqlStore:
                 task = _task(found)
             if operation_id is not None:
                 self._mark(tx, operation_id, task_id, operation_trigger, now)
+            if decision_id is not None:
+                cur.execute(sh.u_evaluated, {"id": decision_id, "now": now})
         return _move_result("moved" if row is not None else "same_step", row, task)
 
     def _advisory_lock(self, tx: _Tx, space: int, *key: str) -> None:
@@ -856,12 +873,44 @@ class SqlStore:
     # ---- operations -------------------------------------------------------------------------------
     def operation_applied(self, operation_id: str) -> bool:
         q = self._shared.q_operation
+        key = operation_key(operation_id)
 
         def read(tx: _Tx) -> bool:
-            tx.cursor.execute(q, {"id": operation_id})
-            return tx.cursor.fetchone() is not None
+            tx.cursor.execute(q, {"key": key})
+            row = tx.cursor.fetchone()
+            return row is not None and row[0] == "applied"
 
         return bool(self._read("reading an operation marker", read))
+
+    def claim_operation(self, operation_id: str, *, token: str, lease: float, task_id: str | None = None,
+                        trigger: str | None = None) -> Claim:
+        """Claim the operation for `token` (see the protocol), in a transaction of its own."""
+        sh = self._shared
+        now = time.time()
+        params = {"key": operation_key(operation_id), "id": operation_id, "task_id": task_id, "trigger": trigger,
+                  "token": token, "until": now + lease, "now": now}
+        with self._tx("claiming an operation") as tx:
+            cur = tx.cursor
+            cur.execute(sh.sql(I_CLAIM), params)
+            if cur.rowcount == 1:
+                return "claimed"
+            cur.execute(sh.sql(U_TAKE_OVER), params)
+            if cur.rowcount == 1:
+                return "taken_over"
+            cur.execute(sh.q_operation, params)
+            row = cur.fetchone()
+        return "applied" if row is not None and row[0] == "applied" else "busy"
+
+    def release_operation(self, operation_id: str, token: str) -> bool:
+        """Give up `token`'s claim; False if it holds none."""
+        with self._tx("releasing an operation claim") as tx:
+            tx.cursor.execute(self._shared.sql(D_CLAIM), {"key": operation_key(operation_id), "token": token})
+            return bool(tx.cursor.rowcount == 1)
+
+    def claimed_operations(self, limit: int = 1000) -> list[tuple[str, str]]:
+        """Operations claimed and not applied: (operation id, claim token), oldest lease first."""
+        return [(str(op), str(token)) for op, token in
+                self._rows("reading operation claims", self._shared.sql(Q_CLAIMS), {"limit": max(limit, 0)})]
 
     def mark_operation(self, operation_id: str, *, task_id: str | None = None, trigger: str | None = None) -> bool:
         """Mark applied; False if it already was."""
@@ -869,9 +918,24 @@ class SqlStore:
             return self._mark(tx, operation_id, task_id, trigger, self._shared.stamp(tx))
 
     def _mark(self, tx: _Tx, operation_id: str, task_id: str | None, trigger: str | None, now: Any) -> bool:
-        tx.cursor.execute(self._shared.i_operation, {"id": operation_id, "task_id": task_id, "trigger": trigger,
-                                                     "now": now})
+        tx.cursor.execute(self._shared.i_operation, {"key": operation_key(operation_id), "id": operation_id,
+                                                     "task_id": task_id, "trigger": trigger, "now": now})
         return bool(tx.cursor.rowcount == 1)
+
+    def decision_evaluated(self, decision_id: int) -> bool:
+        q = self._shared.sql(Q_EVALUATED)
+
+        def read(tx: _Tx) -> bool:
+            tx.cursor.execute(q, {"id": decision_id})
+            row = tx.cursor.fetchone()
+            return row is not None and bool(row[0])
+
+        return bool(self._read("reading a decision", read))
+
+    def mark_decision_evaluated(self, decision_id: int) -> bool:
+        with self._tx("marking a decision evaluated") as tx:
+            tx.cursor.execute(self._shared.u_evaluated, {"id": decision_id, "now": self._shared.stamp(tx)})
+            return bool(tx.cursor.rowcount == 1)
 
     # ---- runs, seats, decisions -------------------------------------------------------------------
     def enqueue_run(self, run: QueuedRun) -> bool:

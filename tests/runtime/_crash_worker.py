@@ -471,13 +471,18 @@ def snapshot(url: str, prefix: str) -> Snapshot:
         marker_rows = [dict(r._mapping) for r in conn.execute(
             sa.select(entry_markers).where(entry_markers.c.entry_id.in_(ids))
             .order_by(entry_markers.c.entry_id, entry_markers.c.position))] if ids else []
+        decision_rows = rows(decisions, "task_id", order="id")
         return Snapshot(
             tasks={r["id"]: r["step_id"] for r in rows(tasks, "id")},
             ledger=ledger, entries=entry_rows, markers=marker_rows,
-            operations=sorted(r["operation_id"] for r in rows(operations, "task_id")),
+            # applied host operations, and the decisions whose re-evaluation is marked (ADR 0020), as their
+            # pre-0003 marker names
+            operations=sorted([r["operation_id"] for r in rows(operations, "task_id") if r["state"] == "applied"]
+                              + [f"decision:{d['task_id']}:{d['step_id']}:{d['id']}" for d in decision_rows
+                                 if d["evaluated_at"] is not None]),
             runs=rows(runs, "task_id", order="id"),
             seats=rows(participants, "task_id", order="id"),
-            decisions=rows(decisions, "task_id", order="id"))
+            decisions=[{k: v for k, v in d.items() if k != "evaluated_at"} for d in decision_rows])
 
 
 def dispose_snapshots() -> None:

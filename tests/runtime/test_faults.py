@@ -950,7 +950,7 @@ def test_an_atomic_arrival_commits_the_step_change_with_its_entry(sqlite_path: P
         store.close()
 
 
-@pytest.mark.parametrize("method", ["get_task", "operation_applied", "move_task"])
+@pytest.mark.parametrize("method", ["get_task", "claim_operation", "move_task"])
 def test_fire_when_the_store_fails_before_the_move_raises_and_changes_nothing(store: Store, method: str) -> None:
     seed(store, "T1")
     flaky = flaky_mod.FlakyStore(store)

@@ -319,7 +319,7 @@ def test_operation_id_is_derived_from_the_failure(memory_harness: Any, execution
     assert dispatch.fields["operation_id"] == operation_id
     assert {c.operation_id for c in h.recorder.calls} == {operation_id}
     (run,) = h.store.runs("T")
-    assert run.operation_id == operation_id and run.key.startswith(operation_id + ":todo:T:primary:")
+    assert run.operation_id == operation_id and run.key.startswith("op:" + operation_id + ":todo:T:primary:")
     assert h.store.operation_applied(operation_id)
 
 

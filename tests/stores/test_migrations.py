@@ -39,12 +39,12 @@ def _tables(url: str) -> set[str]:
         engine.dispose()
 
 
-def test_head_is_0002_on_top_of_0001() -> None:
+def test_head_is_0003_on_top_of_0002_and_0001() -> None:
     from alembic.script import ScriptDirectory
 
-    assert head_revision() == "0002"
+    assert head_revision() == "0003"
     script = ScriptDirectory.from_config(alembic_config())
-    assert [r.revision for r in script.walk_revisions()] == ["0002", "0001"]
+    assert [r.revision for r in script.walk_revisions()] == ["0003", "0002", "0001"]
 
 
 def test_upgrade_fresh_then_again(empty_url: str) -> None:
@@ -134,7 +134,7 @@ def test_check_schema_on_an_empty_database_names_the_upgrade_command(empty_url: 
     finally:
         engine.dispose()
     message = str(info.value)
-    assert "database schema is at revision none, this interlock needs 0002" in message
+    assert "database schema is at revision none, this interlock needs 0003" in message
     assert "run `interlock db upgrade --url " in message
     with pytest.raises(StoreError, match="interlock db upgrade"):
         SqlStore(empty_url)
@@ -281,7 +281,7 @@ def test_0002_moves_entry_records_into_their_ledger_rows_and_back(empty_url: str
                                                                          "now": now})
     finally:
         engine.dispose()
-    assert upgrade(empty_url) == "0002"
+    assert upgrade(empty_url) == head_revision()
     assert "interlock_entries" not in _tables(empty_url)
     store = open_store(empty_url, create=False)
     try:
@@ -308,7 +308,7 @@ def test_0002_moves_entry_records_into_their_ledger_rows_and_back(empty_url: str
                                         (2, "review", '["clear_decisions"]', '[["clear_decisions", "boom"]]')]
     assert not {"entry_attempted", "entry_failed", "entry_recorded_at"} & columns
     assert index["ix_interlock_step_transitions_task"] == ["task_id", "occurred_at", "id"]
-    assert upgrade(empty_url) == "0002"
+    assert upgrade(empty_url) == head_revision()
 
 
 def test_0002_refuses_records_foreign_to_their_row_and_changes_nothing(empty_url: str) -> None:
@@ -345,4 +345,4 @@ def test_0002_refuses_records_foreign_to_their_row_and_changes_nothing(empty_url
     finally:
         engine.dispose()
     assert "entry_recorded_at" not in columns
-    assert upgrade(empty_url) == "0002"
+    assert upgrade(empty_url) == head_revision()
