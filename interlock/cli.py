@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
 
@@ -29,55 +29,99 @@ class UsageError(Exception):
     """A problem with how the command was called (exit 2)."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser and every subcommand's parser by name (`db upgrade` as "db upgrade")."""
     parser = argparse.ArgumentParser(
         prog="interlock",
         description="Typed workflow rules for agent/task orchestrators: check and compile `.wf` files.",
         epilog="Exit status: 0 clean, 1 problems found, 2 usage or internal error.",
     )
-    parser.add_argument("--version", action="version", version=f"interlock {__version__}")
+    parser.add_argument("--version", action="version", version=f"interlock {__version__}",
+                        help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    color_help = "colour diagnostics: auto (a terminal without NO_COLOR), always or never (default: auto)"
+    stdin_help = "name to report for `-` (default: <stdin>)"
 
     check = sub.add_parser("check", help="check .wf files and report diagnostics",
                            description="Check `.wf` files. Folders are searched for `*.wf` recursively; "
-                                       "`-` reads one file from standard input.")
+                                       "`-` reads one file from standard input. A file named twice is checked once.",
+                           epilog="Exit status: 0 clean (warnings allowed), 1 errors found (or warnings with -W), "
+                                  "2 usage or internal error.")
     check.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: .)")
     check.add_argument("--format", choices=FORMATS, default="full", help="output format (default: full)")
-    check.add_argument("--color", choices=("auto", "always", "never"), default="auto",
-                       help="colour for the full format (default: auto)")
+    check.add_argument("--color", choices=("auto", "always", "never"), default="auto", help=color_help)
     check.add_argument("--warnings-as-errors", "-W", action="store_true", help="exit 1 on warnings too")
-    check.add_argument("--stdin-filename", metavar="NAME", default="<stdin>",
-                       help="name to report for `-` (default: <stdin>)")
+    check.add_argument("--stdin-filename", metavar="NAME", default="<stdin>", help=stdin_help)
     check.add_argument("--quiet", "-q", action="store_true", help="print only diagnostics, no summary")
 
     comp = sub.add_parser("compile", help="compile one .wf file to a versioned JSON plan",
                           description="Compile one `.wf` file to an executable plan (JSON). Diagnostics go "
-                                      "to stderr; the plan to stdout or -o FILE.")
+                                      "to stderr; the plan to stdout or -o FILE. Source paths in the plan are "
+                                      "relative to the main file's folder, so a plan is byte-identical wherever "
+                                      "it is compiled from.",
+                          epilog="Exit status: 0 compiled, 1 errors found (no plan written), 2 usage or "
+                                 "internal error (e.g. -o into a missing folder).")
     comp.add_argument("file", metavar="FILE", help="the .wf file (`-` for standard input)")
-    comp.add_argument("-o", "--output", metavar="PLAN", help="write the plan here (default: stdout)")
-    comp.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    comp.add_argument("-o", "--output", metavar="PLAN", help="write the plan to this file (default: stdout)")
+    comp.add_argument("--color", choices=("auto", "always", "never"), default="auto", help=color_help)
+    comp.add_argument("--stdin-filename", metavar="NAME", default="<stdin>", help=stdin_help)
+
     sim = sub.add_parser("simulate", help="run a scenario and print its trace",
                          description="Run a scenario (RUNTIME.md §5) on an in-memory SQLite store with simulated "
-                                     "executors and print the trace: one JSON object per line, or a table.")
-    sim.add_argument("scenario", metavar="SCENARIO.yaml")
+                                     "executors and print the trace: one JSON object per line, or a table. "
+                                     "Names the scenario uses are checked against the plan before it runs.",
+                         epilog="Exit status: 0 the scenario ran; 1 the scenario has errors (each as "
+                                "FILE:LINE:COL on stderr; when the runtime refused an event, the trace up to it "
+                                "is printed first); 2 usage or internal error: no such file, a bad --store URL, "
+                                "or a --store database that already holds interlock data.")
+    sim.add_argument("scenario", metavar="SCENARIO.yaml",
+                     help="the scenario file (`-` reads it from standard input; its relative `workflow:` path is "
+                          "then taken from the current folder)")
     sim.add_argument("--format", choices=("jsonl", "table"), default=None,
-                     help="trace format (default: table on a terminal, jsonl otherwise)")
+                     help="trace format (default: table on a terminal, jsonl otherwise); the table never cuts a "
+                          "record: on a terminal long values wrap, piped each record stays on one line")
     sim.add_argument("--store", metavar="URL", default="sqlite://",
-                     help="store URL (default: sqlite:// in memory; the store must be empty)")
+                     help="store URL (default: sqlite://, in memory). For an empty database only: one that holds "
+                          "any interlock rows is refused (exit 2)")
 
     test = sub.add_parser("test", help="run scenarios that carry an `expect:` block, like a test runner",
                           description="Run every scenario with an `expect:` block (folders: *.yaml, *.yml, "
-                                      "recursively) and report pass/fail.")
-    test.add_argument("paths", nargs="+", metavar="PATH")
+                                      "recursively) and report pass/fail; a scenario that cannot be loaded or "
+                                      "run is reported as an error and the others still run. Ends with "
+                                      "`N passed, M failed, K errors`.",
+                          epilog="Exit status: 0 all passed, 1 a scenario failed or had errors, 2 usage or "
+                                 "internal error.")
+    test.add_argument("paths", nargs="+", metavar="PATH", help="scenario files or folders (a file named twice "
+                                                                "runs once)")
     test.add_argument("-v", "--verbose", action="store_true", help="print the trace of failing scenarios")
 
-    db = sub.add_parser("db", help="database maintenance")
+    db = sub.add_parser("db", help="database maintenance",
+                        description="Create, upgrade or inspect interlock's tables in a database.",
+                        epilog="Exit status: 0 done, 2 usage error (e.g. a bad URL) or database error.")
     dbsub = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
-    up = dbsub.add_parser("upgrade", help="create or upgrade interlock's tables (alembic migrations)")
-    up.add_argument("--url", required=True, help="database URL (sqlite:///file.db, postgresql+psycopg://...)")
-    cur = dbsub.add_parser("current", help="print the database's schema revision")
-    cur.add_argument("--url", required=True)
-    return parser
+    url_help = "database URL: sqlite:///FILE.db, sqlite:// (in memory) or postgresql://USER@HOST/DATABASE"
+    up = dbsub.add_parser("upgrade", help="create or upgrade interlock's tables (alembic migrations)",
+                          description="Create or upgrade interlock's tables (replayable).")
+    up.add_argument("--url", required=True, help=url_help)
+    cur = dbsub.add_parser("current", help="print the database's schema revision",
+                           description="Print the database's interlock schema revision.")
+    cur.add_argument("--url", required=True, help=url_help)
+    parsers = {"check": check, "compile": comp, "simulate": sim, "test": test, "db": db,
+               "db upgrade": up, "db current": cur}
+    return parser, parsers
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse, reporting an unknown option with the usage of the subcommand it was given to."""
+    parser, parsers = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        name = " ".join(n for n in (args.command, getattr(args, "db_command", None)) if n)
+        parsers.get(name, parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+    return args
 
 
 def _use_color(choice: str, stream: TextIO) -> bool:
@@ -91,22 +135,32 @@ def _use_color(choice: str, stream: TextIO) -> bool:
 def _collect(paths: Sequence[str]) -> list[str]:
     """Expand folders to their `*.wf` files (sorted); keep files and `-` as given."""
     found: list[str] = []
+    seen: set[str] = set()
     for raw in paths or ["."]:
         if raw == "-":
             found.append(raw)
             continue
         path = Path(raw)
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*.wf")
-                           if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            files = [str(p) for p in sorted(p for p in path.rglob("*.wf") if p.is_file() and not any(
+                part.startswith(".") for part in p.relative_to(path).parts))]
             if not files:
-                raise UsageError(f"no .wf files under {raw}")
-            found.extend(str(p) for p in files)
+                raise UsageError(f"no .wf files under {_short(raw)}")
         elif path.exists():
-            found.append(raw)
+            files = [raw]
         else:
-            raise UsageError(f"no such file or folder: {raw}")
+            raise UsageError(f"no such file or folder: {_short(raw)}")
+        for name in files:
+            key = os.path.realpath(name)
+            if key not in seen:  # named twice, or also inside a folder given: checked once
+                seen.add(key)
+                found.append(name)
     return found
+
+
+def _short(text: str, limit: int = 80) -> str:
+    """A path as messages show it: a very long one is cut, with its length."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
 def _compile_one(name: str, stdin_name: str, want_plan: bool) -> CompileResult:
@@ -156,24 +210,61 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _output_target(raw: str) -> Path:
+    """Where `-o` writes, refused before compiling when it cannot be written there."""
+    target = Path(raw)
+    if target.is_dir():
+        raise UsageError(f"-o {_short(raw)}: is a folder: give the plan's file name (e.g. {_short(raw)}/plan.json)")
+    parent = target.parent
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "does not exist"
+        raise UsageError(f"-o {_short(raw)}: the folder {_short(str(parent))} {what}: create it first")
+    return target
+
+
+def _relocate(plan_data: Any, main_dir: str) -> Any:
+    """The plan with every source path relative to the main file's folder (`<prelude:...>`-style names kept)."""
+    def rel(name: Any) -> Any:
+        if not isinstance(name, str) or name.startswith("<"):
+            return name
+        return Path(os.path.relpath(os.path.abspath(name), main_dir)).as_posix()
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if set(node) == {"file", "line", "col"}:
+                return {**node, "file": rel(node["file"])}
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    data = walk(plan_data)
+    data["sources"] = [rel(name) for name in data.get("sources", [])]
+    return data
+
+
 def _compile(args: argparse.Namespace) -> int:
     from interlock.dsl import render
-    from interlock.runtime.plan import dump_plan
+    from interlock.runtime.plan import Plan, dump_plan
 
     name = args.file
     if name != "-" and not Path(name).is_file():
-        raise UsageError(f"no such file: {name}" if not Path(name).exists() else f"not a file: {name}")
-    result = _compile_one(name, "<stdin>", want_plan=True)
+        raise UsageError(f"no such file: {_short(name)}" if not Path(name).exists() else f"not a file: {_short(name)}")
+    target = _output_target(args.output) if args.output and args.output != "-" else None
+    result = _compile_one(name, args.stdin_filename, want_plan=True)
     if result.diagnostics:
         sys.stderr.write(render.render_full(result.diagnostics, result.sources,
                                             color=_use_color(args.color, sys.stderr)) + "\n")
     if result.plan is None:
-        sys.stderr.write(f"interlock: {name}: not compiled ({result.errors} error"
+        shown = args.stdin_filename if name == "-" else name
+        sys.stderr.write(f"interlock: {_short(shown)}: not compiled ({result.errors} error"
                          f"{'s' if result.errors != 1 else ''})\n")
         return EXIT_PROBLEMS
-    text = dump_plan(result.plan)
-    if args.output and args.output != "-":
-        target = Path(args.output)
+    main_file = args.stdin_filename if name == "-" else name
+    main_dir = os.path.dirname(os.path.abspath(main_file)) if not main_file.startswith("<") else os.getcwd()
+    plan = Plan.model_validate(_relocate(result.plan.model_dump(mode="json"), main_dir))
+    text = dump_plan(plan)
+    if target is not None:
         tmp = target.with_name(target.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(target)
@@ -237,11 +328,10 @@ def main(argv: Sequence[str] | None = None, *, one_shot: bool = False) -> int:
     """Run the CLI; returns the exit status.  `one_shot`: this process runs this one command and ends (the
     console script), so the front end may be imported as `_import_front_end` does; a host calling `main`
     in-process keeps its collector as it was."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
+    try:
+        args = _parse(argv)
+    except SystemExit as done:  # --help, --version, or a usage error argparse has printed
+        return done.code if isinstance(done.code, int) else EXIT_USAGE
     try:
         if args.command in ("check", "compile"):  # the pre-commit path: nothing of the runtime is imported
             if one_shot:
@@ -260,12 +350,21 @@ def main(argv: Sequence[str] | None = None, *, one_shot: bool = False) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
-    except Exception as exc:  # an internal fault: report it, never a bare traceback
-        if os.environ.get("INTERLOCK_DEBUG"):
-            raise
-        sys.stderr.write(f"interlock: internal error: {type(exc).__name__}: {exc}\n"
-                         "(set INTERLOCK_DEBUG=1 for a traceback; please report this)\n")
-        return EXIT_USAGE
+    except OSError as exc:  # a path the system refuses (too long, unreadable, ...): the user's, not ours
+        if exc.filename is not None and not os.environ.get("INTERLOCK_DEBUG"):
+            return _fail(f"{_short(os.fsdecode(exc.filename))}: {exc.strerror or exc}")
+        return _internal(exc)
+    except Exception as exc:
+        return _internal(exc)
+
+
+def _internal(exc: Exception) -> int:
+    """An internal fault: reported, never a bare traceback (unless INTERLOCK_DEBUG asks for one)."""
+    if os.environ.get("INTERLOCK_DEBUG"):
+        raise exc
+    sys.stderr.write(f"interlock: internal error: {type(exc).__name__}: {exc}\n"
+                     "(set INTERLOCK_DEBUG=1 for a traceback; please report this)\n")
+    return EXIT_USAGE
 
 
 def console() -> None:

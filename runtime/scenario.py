@@ -1,24 +1,59 @@
-"""Scenario YAML in, a validated `Scenario` out (RUNTIME.md §5), with errors that name the line.
+"""Scenario YAML in, a validated `Scenario` out (RUNTIME.md §5), every error naming file:line:col.
 
-The format is fixed by the simulator contract; extensions (marked below) only add keys.
+The YAML is read defensively: nesting depth, alias expansion, integer size and file size are bounded,
+a key given twice is an error, and messages use the scenario's own words (with a did-you-mean for
+misspelt keys), never the validator's internals.  The format is fixed by the simulator contract;
+extensions (ADR 0009) only add keys.
 """
 
 from __future__ import annotations
 
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError, model_validator
+from yaml.constructor import SafeConstructor
 
-__all__ = ["Scenario", "ScenarioError", "load_scenario", "parse_scenario", "EVENT_KINDS"]
+__all__ = ["Scenario", "ScenarioError", "Event", "Origin", "load_scenario", "parse_scenario", "EVENT_KINDS",
+           "ROUTES", "VERDICTS", "MAX_BYTES", "MAX_DEPTH", "MAX_ALIAS_VALUES", "did_you_mean"]
 
 EVENT_KINDS = ("turn_complete", "move", "decide", "fire", "dispatch", "redeliver", "restart",
                "crash_after_commit", "recover", "create")
+ROUTES = ("creation", "manual_move", "engine_transition", "decision", "workflow_switch", "queue_promotion")
+VERDICTS = ("approved", "rejected", "changes_requested")
+
+MAX_BYTES = 1024 * 1024
+"""A scenario file larger than this is refused unread (scenarios are hand-written)."""
+MAX_DEPTH = 64
+"""Deepest nesting of lists and mappings a scenario may use."""
+MAX_ALIAS_VALUES = 100_000
+"""How many values YAML aliases may add beyond the file's own nodes (bounds an alias bomb)."""
+_MAX_INT_CHARS = 30
+_MAX_ERRORS = 10
 
 
 class ScenarioError(Exception):
-    """A scenario file that cannot be run; the message names file:line where possible."""
+    """A scenario that cannot be run; each line of the message starts `file:line:col:` (or `file:`)."""
+
+    def __init__(self, message: str, *, trace: Any = None) -> None:
+        super().__init__(message)
+        self.trace = trace  # the trace so far, when the scenario failed while it ran
+
+
+def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
+    """` (did you mean `x`?)` for the closest choice, or ``."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+# ---- the models ---------------------------------------------------------------------------------------
+Id = Annotated[str, StringConstraints(min_length=1)]
+Count = Annotated[int, Field(ge=0)]
 
 
 class _M(BaseModel):
@@ -26,8 +61,8 @@ class _M(BaseModel):
 
 
 class TaskSpec(_M):
-    workflow: str
-    step: str
+    workflow: Id
+    step: str  # "": the task stands on no step (RUNTIME.md §5)
     description: str = ""
     office: bool = False
     ephemeral: bool = False
@@ -36,7 +71,7 @@ class TaskSpec(_M):
 
 
 class SessionSpec(_M):
-    task: str
+    task: Id
     agent_profile: str = ""
     state: str = "running"
     fail_load: bool = False  # extension: the session loader raises for this session
@@ -44,19 +79,30 @@ class SessionSpec(_M):
 
 class ParticipantSpec(_M):
     task: str = ""  # "" (or omitted): a template row of the step
-    step: str
-    role: str
-    agent: str
+    step: Id
+    role: Id
+    agent: Id
     decision_required: bool = True
-    position: int = 0
+    position: Annotated[int, Field(ge=0, le=2**31 - 1)] = 0
 
 
 class ExecutorFault(_M):
-    fail: int = 0
-    panic: int = 0
-    hang: int = 0  # extension: the first N calls sleep `seconds` (exercises the executor timeout)
-    seconds: float = 1.0
+    fail: Count = 0
+    panic: Count = 0
+    hang: Count = 0  # extension: the first N calls sleep `seconds` (exercises the executor timeout)
+    seconds: Annotated[float, Field(ge=0, le=3600, allow_inf_nan=False)] = 1.0
     error: str | None = None
+    missing: bool = False  # `KIND: missing` (no executor at all)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _word(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value == "missing":
+                return {"missing": True}
+            raise ValueError(f"`{value}` is not an executor setting: write `missing` (no executor) or a "
+                             "mapping such as `{fail: 1, error: \"...\"}` (keys: fail, panic, hang, seconds, error)")
+        return value
 
 
 class Agents(_M):
@@ -81,18 +127,109 @@ class Expect(_M):
     records: list[dict[str, Any]] = []  # extension: records that must appear, in this order (field subsets)
 
 
+class TurnComplete(_M):
+    task: Id
+    session: Id
+    operation: Id | None = None
+
+
+class Move(_M):
+    task: Id
+    to: Id
+    route: Literal["creation", "manual_move", "engine_transition", "decision", "workflow_switch",
+                   "queue_promotion"] = "manual_move"
+    session: Id | None = None
+
+
+class CrashAfterCommit(Move):
+    route: Literal["creation", "manual_move", "engine_transition", "decision", "workflow_switch",
+                   "queue_promotion"] = "engine_transition"
+
+
+class Create(_M):
+    task: Id
+    workflow: Id
+    step: str | None = None
+    description: str = ""
+    session: Id | None = None
+
+
+class Decide(_M):
+    task: Id
+    verdict: Literal["approved", "rejected", "changes_requested"]
+    agent: Id | None = None
+    user: Id | None = None
+    role: str = ""
+    session: Id | None = None
+
+    @model_validator(mode="after")
+    def _who(self) -> Decide:
+        if (self.agent is None) == (self.user is None):
+            raise ValueError("give exactly one of `agent` (with its `role`) or `user`")
+        if self.agent is not None and not self.role:
+            raise ValueError("an agent's decision names its `role`")
+        return self
+
+
+class Fire(_M):
+    trigger: Id
+    task: Id
+    session: Id | None = None
+    operation: Id | None = None
+    payload: dict[str, Any] = {}
+
+
+class Dispatch(_M):
+    sequence: Id
+    event: dict[str, Any]
+    host: dict[str, Any] | None = None
+
+
+_BODIES: dict[str, type[_M]] = {"turn_complete": TurnComplete, "move": Move, "crash_after_commit": CrashAfterCommit,
+                                "create": Create, "decide": Decide, "fire": Fire, "dispatch": Dispatch}
+
+
+@dataclass(frozen=True)
+class Event:
+    """One scenario event: its 1-based index, kind, validated body (an int for `redeliver`) and location."""
+
+    index: int
+    kind: str
+    body: Any
+    where: str
+
+
+@dataclass
+class Origin:
+    """Where a scenario came from: its display name, the folder relative paths start from, and node positions."""
+
+    name: str
+    base: Path
+    where: dict[tuple[Any, ...], tuple[int, int]] = field(default_factory=dict)
+    source_text: str | None = None  # the inline `source:` block at its own lines of the YAML file
+
+    def at(self, *loc: Any) -> str:
+        """`name:line:col` of the longest prefix of `loc` that is in the file (`name` alone if none is)."""
+        for end in range(len(loc), -1, -1):
+            hit = self.where.get(tuple(loc[:end]))
+            if hit is not None:
+                return f"{self.name}:{hit[0]}:{hit[1]}"
+        return self.name
+
+
 class Scenario(_M):
-    workflow: str | None = None
+    workflow: Id | None = None
     source: str | None = None
     tasks: dict[str, TaskSpec] = {}
     sessions: dict[str, SessionSpec] = {}
     participants: list[ParticipantSpec] = []
     agents: Agents = Agents()
     host: dict[str, Any] = Field(default_factory=lambda: {"engine_ready": True})
-    executors: dict[str, Literal["missing"] | ExecutorFault] = {}
-    executor_timeout: float | None = 5.0  # extension
-    events: list[dict[str, Any]] = []
+    executors: dict[str, ExecutorFault] = {}
+    executor_timeout: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] | None = 5.0  # extension
+    events: tuple[Any, ...] = ()  # `Event`s: validated apart (see `_events`), so the model never sees them raw
     expect: Expect | None = None
+    _origin: Origin = PrivateAttr(default_factory=lambda: Origin("<scenario>", Path.cwd()))
 
     @model_validator(mode="after")
     def _one_source(self) -> Scenario:
@@ -100,84 +237,359 @@ class Scenario(_M):
             raise ValueError("give exactly one of `workflow: FILE.wf` or `source: |` (inline .wf text)")
         return self
 
-    @field_validator("events", mode="before")
-    @classmethod
-    def _events(cls, events: Any) -> list[Any]:
-        if events is None:
-            return []
-        if not isinstance(events, list):
-            raise ValueError("`events` is a list")
-        normalised = []
-        for i, event in enumerate(events, start=1):
-            if isinstance(event, str):
-                if event not in ("restart", "recover"):
-                    raise ValueError(f"event {i}: `{event}` is not an event (bare events: restart, recover)")
-                event = {event: {}}
-            if not isinstance(event, dict) or len(event) != 1:
-                raise ValueError(f"event {i}: an event is a mapping with exactly one key, e.g. `move: {{...}}`")
-            (kind, body), = event.items()
-            if kind not in EVENT_KINDS:
-                raise ValueError(f"event {i}: unknown event `{kind}` (events: {', '.join(EVENT_KINDS)})")
-            if kind == "redeliver":
-                if not isinstance(body, int) or not 1 <= body < i:
-                    raise ValueError(f"event {i}: `redeliver: N` names an earlier event (1..{i - 1})")
-            elif body is None:
-                body = {}
-            elif not isinstance(body, dict):
-                raise ValueError(f"event {i}: `{kind}` takes a mapping of fields")
-            normalised.append({kind: body})
-        return normalised
+    @property
+    def origin(self) -> Origin:
+        """Where the scenario came from (name, base folder, node positions)."""
+        return self._origin
+
+    def at(self, *loc: Any) -> str:
+        """`file:line:col` of a key path of the scenario."""
+        return self._origin.at(*loc)
 
 
-def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
-    """The 1-based line of the YAML node at a pydantic error location."""
-    line = None
+# ---- the YAML reader ------------------------------------------------------------------------------------
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TAG = "tag:yaml.org,2002:"
+
+
+class _Reader:
+    """YAML nodes in, plain data out, with the position of every key path and the bounds above."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.where: dict[tuple[Any, ...], tuple[int, int]] = {}
+        self.ctor = SafeConstructor()
+        self.active: set[int] = set()
+        self.count = 0
+        self.limit = 0
+
+    def fail(self, mark: Any, message: str) -> ScenarioError:
+        return ScenarioError(f"{self.name}:{mark.line + 1}:{mark.column + 1}: {message}")
+
+    def read(self, text: str) -> tuple[Any, yaml.Node | None]:
+        try:
+            depth = 0
+            for event in yaml.parse(text, Loader=_Loader):
+                if isinstance(event, yaml.CollectionStartEvent):
+                    depth += 1
+                    if depth > MAX_DEPTH:
+                        raise self.fail(event.start_mark, f"nested deeper than {MAX_DEPTH} levels of lists and "
+                                                          "mappings: a scenario never needs that")
+                elif isinstance(event, yaml.CollectionEndEvent):
+                    depth -= 1
+            root = yaml.compose(text, Loader=_Loader)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+            problem = getattr(exc, "problem", None) or str(exc)
+            if mark is None:
+                raise ScenarioError(f"{self.name}: not valid YAML: {problem}") from None
+            raise self.fail(mark, f"not valid YAML: {problem}") from None
+        if root is None:
+            return None, None
+        self.limit = _count_nodes(root) + MAX_ALIAS_VALUES
+        return self.build(root, (), root.start_mark), root
+
+    def build(self, node: yaml.Node, path: tuple[Any, ...], mark: Any) -> Any:
+        self.count += 1
+        if self.count > self.limit:
+            raise self.fail(node.start_mark, f"YAML aliases expand this file beyond {MAX_ALIAS_VALUES} extra values "
+                                             "(an alias bomb?): refused")
+        self.where.setdefault(path, (mark.line + 1, mark.column + 1))
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node)
+        if id(node) in self.active:
+            raise self.fail(node.start_mark, "a YAML alias refers to a list or mapping that contains it")
+        self.active.add(id(node))
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                if node.tag != _TAG + "seq":
+                    raise self.fail(node.start_mark, f"unsupported YAML tag `{node.tag}`")
+                return [self.build(item, (*path, i), item.start_mark) for i, item in enumerate(node.value)]
+            assert isinstance(node, yaml.MappingNode)
+            if node.tag != _TAG + "map":
+                raise self.fail(node.start_mark, f"unsupported YAML tag `{node.tag}`")
+            return self.mapping(node, path)
+        finally:
+            self.active.discard(id(node))
+
+    def mapping(self, node: yaml.MappingNode, path: tuple[Any, ...]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        lines: dict[str, int] = {}
+        merged: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _TAG + "merge":
+                sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                for source in sources:
+                    if not isinstance(source, yaml.MappingNode):
+                        raise self.fail(source.start_mark, "`<<` merges mappings only")
+                    for k, v in self.build(source, path, key_node.start_mark).items():
+                        merged.setdefault(k, v)
+                continue
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise self.fail(key_node.start_mark, "a key is text, not a list or mapping")
+            key = key_node.value  # keys stay text: `on:` or `1:` is the word the author wrote
+            if "\0" in key:
+                raise self.fail(key_node.start_mark, "a key contains a NUL character")
+            if key in out:
+                raise self.fail(key_node.start_mark, f"`{key}` is given twice in this mapping (first at line "
+                                                     f"{lines[key]}): remove one")
+            lines[key] = key_node.start_mark.line + 1
+            out[key] = self.build(value_node, (*path, key), key_node.start_mark)
+        return {**merged, **out}
+
+    def scalar(self, node: yaml.ScalarNode) -> Any:
+        tag = node.tag.removeprefix(_TAG)
+        if tag == "str" or tag == "timestamp":  # a date stays the text written
+            if "\0" in node.value:
+                raise self.fail(node.start_mark, "text contains a NUL character (\\0)")
+            return node.value
+        if tag == "int" and len(node.value) > _MAX_INT_CHARS:
+            raise self.fail(node.start_mark, f"a number of {len(node.value)} characters is too large: "
+                                             f"scenarios use numbers of at most {_MAX_INT_CHARS} characters")
+        if tag in ("int", "float", "bool", "null"):
+            return self.ctor.construct_object(node)
+        raise self.fail(node.start_mark, f"unsupported YAML tag `{node.tag}`")
+
+
+def _count_nodes(root: yaml.Node) -> int:
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                stack.extend((k, v))
+    return len(seen)
+
+
+def _inline_source(text: str, root: yaml.Node) -> str | None:
+    """The `source:` block padded with blank lines (and kept indented), so a diagnostic's line:col is the
+    YAML file's own; the block's value itself when its style does not allow that."""
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    node = next((v for k, v in root.value if isinstance(k, yaml.ScalarNode) and k.value == "source"), None)
+    if not isinstance(node, yaml.ScalarNode):
+        return None
+    first = node.start_mark.line + 1  # a block scalar's text starts on the line after `|`
+    if node.style == "|":
+        stop = node.end_mark.line + (1 if node.end_mark.column else 0)
+        lines = text.splitlines(keepends=True)[first:stop]
+        indent = min((len(s) - len(s.lstrip(" ")) for s in lines if s.strip()), default=0)
+        if "".join(s[indent:] if s.strip() else s.lstrip(" ") for s in lines).rstrip("\n") == node.value.rstrip("\n"):
+            return "\n" * first + "".join(lines)
+    return "\n" * node.start_mark.line + str(node.value)
+
+
+# ---- validation ----------------------------------------------------------------------------------------
+def _describe(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    text = str(value)
+    return f"`{text[:40]}…`" if len(text) > 40 else f"`{text}`"
+
+
+def _fields_at(model: Any, loc: tuple[Any, ...]) -> list[str]:
+    """The keys the model allows at a key path (for a did-you-mean)."""
+    current: Any = model
     for part in loc:
-        if node is None:
-            break
-        line = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            node = next((v for k, v in node.value if k.value == part), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            info = current.model_fields.get(str(part))
+            if info is None:
+                return []
+            current = info.annotation
+        elif typing.get_origin(current) in (dict, list, tuple):
+            args = typing.get_args(current)
+            current = args[-1] if args else Any
         else:
-            break
-    if node is not None:
-        line = node.start_mark.line + 1
-    return line
+            return []
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
 
 
-def parse_scenario(text: str, name: str = "<scenario>") -> Scenario:
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
-        raise ScenarioError(f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+def _unwrap(tp: Any) -> Any:
+    """`X | None` and `Annotated[X, ...]` -> X."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            if len(args) != 1:
+                return tp
+            tp = args[0]
+        else:
+            return tp
+
+
+_RANGES = {"greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt"),
+           "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
+
+
+def _message(err: Any, model: Any, loc: tuple[Any, ...]) -> str:
+    kind, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        allowed = _fields_at(model, loc[:-1])
+        hint = did_you_mean(key, allowed)
+        return f"unknown key `{key}`" + (hint or (f" (keys here: {', '.join(allowed)})" if allowed else ""))
+    if kind == "missing":
+        return f"missing `{loc[-1]}`"
+    if kind == "string_type":
+        return f"expected text, got {_describe(value)}"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return f"expected a whole number, got {_describe(value)}"
+    if kind in ("float_type", "float_parsing", "finite_number"):
+        return f"expected a number, got {_describe(value)}"
+    if kind in ("bool_type", "bool_parsing"):
+        return f"expected true or false, got {_describe(value)}"
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return f"expected a mapping (`key: value`), got {_describe(value)}"
+    if kind in ("list_type", "tuple_type"):
+        return f"expected a list, got {_describe(value)}"
+    if kind == "literal_error":
+        return f"expected {ctx.get('expected', 'one of the listed words')}, got {_describe(value)}"
+    if kind in _RANGES:
+        words, key = _RANGES[kind]
+        return f"{_describe(value)} is out of range: must be {words} {ctx.get(key)}"
+    if kind == "value_error":
+        return str(ctx.get("error", err["msg"]))
+    return str(err["msg"])
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc)
+
+
+def _errors(exc: ValidationError, model: Any, origin: Origin, prefix: tuple[Any, ...], label: str) -> list[str]:
+    out = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        where = origin.at(*prefix, *loc)
+        path = _path(loc)
+        head = f"{label}: " if label else ""
+        out.append(f"{where}: {head}{path + ': ' if path else ''}{_message(err, model, loc)}")
+    return out
+
+
+def _events(raw: Any, origin: Origin) -> tuple[list[Event], list[str]]:
+    if raw is None:
+        return [], []
+    if not isinstance(raw, list):
+        return [], [f"{origin.at('events')}: events: expected a list of events, got {_describe(raw)}"]
+    events: list[Event] = []
+    problems: list[str] = []
+    for i, item in enumerate(raw):
+        where = origin.at("events", i)
+        number = i + 1
+        if isinstance(item, str):
+            kind, body = item, None
+            if item not in ("restart", "recover"):
+                hint = did_you_mean(item, EVENT_KINDS)
+                problems.append(f"{where}: event {number}: `{item}` is not an event{hint} (bare events: restart, "
+                                "recover; the others are mappings such as `move: {task: T1, to: review}`)")
+                continue
+        elif isinstance(item, dict) and len(item) == 1:
+            (kind, body), = item.items()
+        else:
+            got = f"a mapping with keys {', '.join(item)}" if isinstance(item, dict) else _describe(item)
+            problems.append(f"{where}: event {number}: an event is a mapping with exactly one key, e.g. "
+                            f"`move: {{task: T1, to: review}}`; got {got}")
+            continue
+        label = f"event {number} (`{kind}`)"
+        if kind not in EVENT_KINDS:
+            problems.append(f"{where}: event {number}: unknown event `{kind}`{did_you_mean(kind, EVENT_KINDS)} "
+                            f"(events: {', '.join(EVENT_KINDS)})")
+            continue
+        where = origin.at("events", i, kind)
+        if kind == "redeliver":
+            if isinstance(body, bool) or not isinstance(body, int) or not 1 <= body < number:
+                span = f"1..{number - 1}" if number > 1 else "none: it is the first event"
+                problems.append(f"{where}: {label}: `redeliver: N` names an earlier event ({span}), "
+                                f"got {_describe(body)}")
+                continue
+        elif kind in ("restart", "recover"):
+            if body not in (None, {}):
+                problems.append(f"{where}: {label}: `{kind}` takes no fields")
+                continue
+            body = None
+        else:
+            model = _BODIES[kind]
+            if not isinstance(body, dict):
+                fields = ", ".join(model.model_fields)
+                problems.append(f"{where}: {label}: expected a mapping of fields ({fields}), got {_describe(body)}")
+                continue
+            try:
+                body = model.model_validate(body)
+            except ValidationError as exc:
+                problems.extend(_errors(exc, model, origin, ("events", i, kind), label))
+                continue
+        events.append(Event(number, kind, body, where))
+    return events, problems
+
+
+def parse_scenario(text: str, name: str = "<scenario>", base: Path | None = None) -> Scenario:
+    """Validate scenario text; `name` is what errors print, `base` the folder `workflow:` is relative to
+    (default: the current folder).  Raises `ScenarioError` listing every problem found."""
+    reader = _Reader(name)
+    data, root = reader.read(text)
+    origin = Origin(name, base if base is not None else Path.cwd(), reader.where)
     if not isinstance(data, dict):
-        raise ScenarioError(f"{name}:1: a scenario is a YAML mapping (workflow:, tasks:, events:, expect:)")
+        raise ScenarioError(f"{name}:1:1: a scenario is a YAML mapping (workflow: or source:, tasks:, events:, "
+                            f"expect:), got {_describe(data)}")
+    raw_events = data.pop("events", None)
+    problems: list[str] = []
+    scenario = None
     try:
-        return Scenario.model_validate(data)
+        scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors()[:8]:
-            loc = tuple(err["loc"])
-            msg_text = str(err["msg"]).removeprefix("Value error, ")
-            if loc == ("events",) and msg_text.startswith("event "):  # point at the event, not the list
-                number = msg_text.split(":", 1)[0].removeprefix("event ")
-                if number.isdigit():
-                    loc = ("events", int(number) - 1)
-            line = _line_of(root, loc)
-            path = ".".join(str(p) for p in loc) or "(top)"
-            msg = err["msg"].removeprefix("Value error, ")
-            lines.append(f"{name}:{line or 1}: {path}: {msg}")
-        raise ScenarioError("\n".join(lines)) from None
+        problems.extend(_errors(exc, Scenario, origin, (), ""))
+    events, event_problems = _events(raw_events, origin)
+    problems.extend(event_problems)
+    if problems or scenario is None:
+        more = len(problems) - _MAX_ERRORS
+        raise ScenarioError("\n".join(problems[:_MAX_ERRORS] + ([f"{name}: ... and {more} more"] if more > 0 else [])))
+    if scenario.source is not None and root is not None:
+        origin.source_text = _inline_source(text, root)
+    scenario = scenario.model_copy(update={"events": tuple(events)})
+    scenario._origin = origin
+    return scenario
 
 
-def load_scenario(path: Path) -> Scenario:
+def load_scenario(path: Path, name: str | None = None) -> Scenario:
+    """Read and validate a scenario file (at most `MAX_BYTES`); `workflow:` is relative to its folder."""
+    shown = name or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(f"{path}: cannot read scenario: {exc}") from None
-    return parse_scenario(text, str(path))
+        with path.open("rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ScenarioError(f"{shown}: cannot read the scenario: {exc.strerror or exc}") from None
+    return parse_scenario(decode(data, shown), shown, path.parent)
+
+
+def decode(data: bytes, name: str) -> str:
+    """Scenario bytes as text: at most `MAX_BYTES`, UTF-8 (the error names line:col of a bad byte)."""
+    if len(data) > MAX_BYTES:
+        raise ScenarioError(f"{name}: larger than {MAX_BYTES // 1024} KiB: not a scenario")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        head = data[:exc.start]
+        line = head.count(b"\n") + 1
+        col = exc.start - (head.rfind(b"\n") + 1) + 1
+        raise ScenarioError(f"{name}:{line}:{col}: not UTF-8 text (byte 0x{data[exc.start]:02x})") from None

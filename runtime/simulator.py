@@ -21,10 +21,22 @@ from .executors import ActionContext, Effect, ExecutorRegistry, StaticDirectory
 from .loaders import task_record
 from .plan import Plan
 from .records import Record
-from .scenario import ExecutorFault, Scenario, ScenarioError
+from .scenario import (
+    Create,
+    Decide,
+    Dispatch,
+    Event,
+    ExecutorFault,
+    Fire,
+    Move,
+    Scenario,
+    ScenarioError,
+    TurnComplete,
+    did_you_mean,
+)
 from .store import Participant, Store, TaskState
 
-__all__ = ["Trace", "simulate", "check_expectations", "WORKING_STATES"]
+__all__ = ["Trace", "simulate", "check_scenario", "check_expectations", "WORKING_STATES"]
 
 WORKING_STATES = frozenset({"running", "starting"})
 _ENDED_STATES = frozenset({"completed", "failed", "cancelled", "canceled", "stopped"})
@@ -88,7 +100,7 @@ class _Sim:
         self.trace = Trace()
         self.seq = 0
         self.event = 0
-        self.faults = _Faults({k: v for k, v in scenario.executors.items() if isinstance(v, ExecutorFault)})
+        self.faults = _Faults({k: v for k, v in scenario.executors.items() if not v.missing})
         self.memo: dict[int, dict[str, Any]] = {}  # event index -> identity for redelivery
         self.runtime = self._runtime()
 
@@ -103,6 +115,8 @@ class _Sim:
         self.trace.records.append(entry)
 
     def _registry(self) -> ExecutorRegistry:
+        """Built-ins and simulated host executors, faults wrapped around them, `missing` kinds removed (built-ins
+        included: the runtime is built with `builtins=False`, so nothing registers them again)."""
         from .builtins import register_builtins
 
         registry = register_builtins(ExecutorRegistry())
@@ -110,20 +124,20 @@ class _Sim:
             if kind.action_class != "transition" and kind.name not in registry:
                 registry.register(kind.name, _host_executor(kind.name))
         for name, fault in self.scenario.executors.items():
-            if fault == "missing":
+            if fault.missing:
                 registry.unregister(name)
-            elif name in registry:
-                fn = registry.get(name)
-                assert fn is not None
-                # a fault keeps count of calls: never replayable (a run again would move the count)
-                registry.register(name, self.faults.wrap(name, fn), transactional=registry.is_transactional(name))
-            else:
-                raise ScenarioError(f"executors: `{name}` is not an action kind of the plan")
+                continue
+            fn = registry.get(name)
+            if fn is None:
+                raise ScenarioError(f"{self.scenario.at('executors', name)}: executors: `{name}` is not an action "
+                                    "kind of the plan")
+            # a fault keeps count of calls: never replayable (a run again would move the count)
+            registry.register(name, self.faults.wrap(name, fn), transactional=registry.is_transactional(name))
         return registry
 
     def _runtime(self) -> Runtime:
         agents = self.scenario.agents
-        return Runtime(self.plan, self.store, executors=self._registry(), loaders=self._loaders(),
+        return Runtime(self.plan, self.store, executors=self._registry(), builtins=False, loaders=self._loaders(),
                        directory=StaticDirectory(primary=agents.primary, ceo=agents.ceo), sinks=[self._sink],
                        host=self.scenario.host, executor_timeout=self.scenario.executor_timeout,
                        session_live=lambda task_id: self.live_session(task_id, None) is not None)
@@ -156,8 +170,8 @@ class _Sim:
 
     def setup(self) -> None:
         for task_id, spec in self.scenario.tasks.items():
-            self.runtime.step(spec.workflow, spec.step)
-            self.store.put_task(TaskState(task_id, spec.workflow, spec.step, spec.description, spec.office,
+            # step "": the task stands on no step, as a detached one does (RUNTIME.md §5)
+            self.store.put_task(TaskState(task_id, spec.workflow, spec.step or None, spec.description, spec.office,
                                           spec.ephemeral, spec.archived))
         for p in self.scenario.participants:
             self.store.add_participant(Participant(p.task, p.step, p.role, p.agent, p.decision_required, p.position))
@@ -173,82 +187,64 @@ class _Sim:
     # ---- events -----------------------------------------------------------------------------------
     def run(self) -> Trace:
         self.setup()
-        for index, event in enumerate(self.scenario.events, start=1):
-            self.event = index
-            (kind, body), = event.items()
+        for event in self.scenario.events:
+            self.event = event.index
             try:
-                self.handle(index, kind, body, redelivery=False)
-            except RuntimeFault as exc:
-                self.runtime.emit("warning", "warning", str(exc), code="event_refused", event_kind=kind)
+                self.handle(event, redelivery=False)
+            except RuntimeFault as exc:  # the runtime refused the event: a mistake in the scenario
+                raise ScenarioError(f"{event.where}: event {event.index} (`{event.kind}`): {exc}",
+                                    trace=self.trace) from None
         self.event = len(self.scenario.events)
         self._summary()
         return self.trace
 
-    def _need(self, index: int, kind: str, body: Mapping[str, Any], *names: str) -> list[Any]:
-        missing = [n for n in names if not body.get(n)]
-        if missing:
-            raise ScenarioError(f"event {index} (`{kind}`): missing {', '.join(missing)}")
-        return [body[n] for n in names]
-
-    def handle(self, index: int, kind: str, body: Any, *, redelivery: bool) -> None:
+    def handle(self, event: Event, *, redelivery: bool) -> None:
         rt = self.runtime
-        memo = self.memo.setdefault(index, {})
-        if kind == "redeliver":
-            target = int(body)
-            (tkind, tbody), = self.scenario.events[target - 1].items()
-            if tkind in ("redeliver", "restart", "recover"):
-                raise ScenarioError(f"event {index}: `{tkind}` (event {target}) cannot be redelivered")
-            self.handle(target, tkind, tbody, redelivery=True)
-        elif kind == "restart":
+        memo = self.memo.setdefault(event.index, {})
+        body = event.body
+        if event.kind == "redeliver":
+            self.handle(self.scenario.events[int(body) - 1], redelivery=True)
+        elif event.kind == "restart":
             self.runtime = self._runtime()
-        elif kind == "recover":
+        elif event.kind == "recover":
             rt.recover()
-        elif kind in ("move", "crash_after_commit", "create"):
+        elif isinstance(body, Move | Create):
             if redelivery and "ledger_id" in memo:
                 rt.dispatch_entry(memo["ledger_id"], session_live=memo.get("live", False))
                 return
             if redelivery:
                 return
-            if kind == "create":
-                task, workflow = self._need(index, kind, body, "task", "workflow")
-                result = rt.create_task(task, workflow, body.get("step"), description=body.get("description", ""),
-                                        session_id=body.get("session"))
+            if isinstance(body, Create):
+                result = rt.create_task(body.task, body.workflow, body.step, description=body.description,
+                                        session_id=body.session)
             else:
-                task, to = self._need(index, kind, body, "task", "to")
-                session = self.live_session(task, body.get("session"))
-                default_route = "manual_move" if kind == "move" else "engine_transition"
-                result = rt.move(task, to, route=body.get("route", default_route), session_id=session,
-                                 actor_kind="agent" if body.get("session") else "human",
-                                 dispatch=kind != "crash_after_commit")
+                session = self.live_session(body.task, body.session)
+                result = rt.move(body.task, body.to, route=body.route, session_id=session,
+                                 actor_kind="agent" if body.session else "human",
+                                 dispatch=event.kind != "crash_after_commit")
             memo["ledger_id"] = result.ledger_id
-            memo["live"] = body.get("session") is not None
-        elif kind == "turn_complete":
-            task, session = self._need(index, kind, body, "task", "session")
-            op = body.get("operation") or f"turn_complete:{task}:{session}:event-{index}"
-            rt.fire("on_turn_complete", task, session_id=session, operation_id=op)
-        elif kind == "fire":
-            trigger, task = self._need(index, kind, body, "trigger", "task")
-            op = body.get("operation")
-            rt.fire(trigger, task, session_id=body.get("session"), payload=body.get("payload") or {},
-                    operation_id=op)
-        elif kind == "dispatch":
-            sequence, event = self._need(index, kind, body, "sequence", "event")
-            rt.dispatch(sequence, event, host=body.get("host"))
-        elif kind == "decide":
-            (task,) = self._need(index, kind, body, "task")
+            memo["live"] = body.session is not None
+        elif isinstance(body, TurnComplete):
+            op = body.operation or f"turn_complete:{body.task}:{body.session}:event-{event.index}"
+            rt.fire("on_turn_complete", body.task, session_id=body.session, operation_id=op)
+        elif isinstance(body, Fire):
+            rt.fire(body.trigger, body.task, session_id=body.session, payload=body.payload,
+                    operation_id=body.operation)
+        elif isinstance(body, Dispatch):
+            rt.dispatch(body.sequence, body.event, host=body.host)
+        elif isinstance(body, Decide):
+            who, actor_kind = (body.agent, "agent") if body.agent is not None else (body.user, "human")
             if redelivery and "decision" in memo:
-                d = memo["decision"]
-                rt.reevaluate(task, d[0], d[1], actor=d[2], actor_kind=d[3], session_id=body.get("session"))
+                step_id, decision_id = memo["decision"]
+                rt.reevaluate(body.task, step_id, decision_id, actor=who, actor_kind=actor_kind,
+                              session_id=body.session)
                 return
-            if "verdict" not in body or ("agent" in body) == ("user" in body):
-                raise ScenarioError(f"event {index} (`decide`): give `verdict` and one of `agent` or `user`")
-            decided = rt.record_decision(task, verdict=body["verdict"], agent=body.get("agent"), user=body.get("user"),
-                                        role=body.get("role", ""), session_id=body.get("session"))
-            memo["decision"] = (decided.step_id, decided.decision_id, body.get("agent") or body.get("user"),
-                                "agent" if body.get("agent") else "human")
+            decided = rt.record_decision(body.task, verdict=body.verdict, agent=body.agent, user=body.user,
+                                         role=body.role, session_id=body.session)
+            memo["decision"] = (decided.step_id, decided.decision_id)
 
     def _summary(self) -> None:
-        tasks = {t.id: {"step": t.step_id} for t in (self.store.get_task(i) for i in self._task_ids()) if t}
+        tasks = {t.id: {"step": t.step_id or ""} for t in (self.store.get_task(i) for i in self._task_ids()) if t}
         runs = [{"task": r.task_id, "agent": r.agent, "reason": r.reason} for r in self.store.runs()]
         self.seq += 1
         self.trace.records.append({"seq": self.seq, "event": self.event, "record": "summary", "tasks": tasks,
@@ -263,8 +259,123 @@ class _Sim:
 
 
 def simulate(scenario: Scenario, plan: Plan, store: Store) -> Trace:
-    """Run a scenario against `store` (which should be empty) and return its trace."""
+    """Check the scenario against the plan, then run it against `store` (which should be empty) and return its
+    trace.  Raises `ScenarioError` (file:line:col) for a mistake in the scenario, found up front or when the
+    runtime refuses an event (the error then carries the trace so far)."""
+    problems = check_scenario(scenario, plan)
+    if problems:
+        raise ScenarioError("\n".join(problems))
     return _Sim(scenario, plan, store).run()
+
+
+# ---- the scenario against the plan ------------------------------------------------------------------
+class _Checker:
+    """Every name a scenario uses, checked against the compiled plan before anything runs (file:line:col)."""
+
+    def __init__(self, scenario: Scenario, plan: Plan) -> None:
+        self.scenario = scenario
+        self.problems: list[str] = []
+        self.steps = {wf.id: [s.id for s in wf.steps] for wf in plan.workflows}
+        self.all_steps = sorted({s for steps in self.steps.values() for s in steps})
+        self.roles = list(plan.roles)
+        self.triggers = [t.name for t in plan.triggers if t.name != plan.entry_policy.trigger]
+        self.entry_trigger = plan.entry_policy.trigger
+        self.sequences = [q.name for q in plan.sequences]
+        self.kinds = {k.name: k.action_class for k in plan.kinds}
+        self.tasks: dict[str, str] = {t: spec.workflow for t, spec in scenario.tasks.items()}
+
+    def add(self, loc: tuple[Any, ...], message: str) -> None:
+        self.problems.append(f"{self.scenario.at(*loc)}: {message}")
+
+    def name(self, loc: tuple[Any, ...], what: str, value: str, known: list[str], *, where: str = "") -> bool:
+        if value in known:
+            return True
+        listed = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "") if known else "none"
+        self.add(loc, f"{_path(loc)}: no {what} `{value}`{where}{did_you_mean(value, known)} ({what}s: {listed})")
+        return False
+
+    def task(self, loc: tuple[Any, ...], task_id: str) -> None:
+        # a child made by the simulated `create_child_task` is named `<parent>.<key>`: known only as it runs
+        if task_id in self.tasks or (task_id.split(".", 1)[0] in self.tasks and "." in task_id):
+            return
+        self.name(loc, "task", task_id, list(self.tasks))
+
+    def step(self, loc: tuple[Any, ...], workflow: str | None, step: str) -> None:
+        if workflow is not None and workflow in self.steps:
+            self.name(loc, "step", step, self.steps[workflow], where=f" in workflow `{workflow}`")
+        else:
+            self.name(loc, "step", step, self.all_steps)
+
+    def check(self) -> list[str]:
+        sc = self.scenario
+        for task_id, spec in sc.tasks.items():
+            if self.name(("tasks", task_id, "workflow"), "workflow", spec.workflow, list(self.steps)) and spec.step:
+                self.step(("tasks", task_id, "step"), spec.workflow, spec.step)
+        created = {e.body.task for e in sc.events if isinstance(e.body, Create)}
+        for session_id, session in sc.sessions.items():
+            if session.task not in created:
+                self.task(("sessions", session_id, "task"), session.task)
+        for i, p in enumerate(sc.participants):
+            workflow = None
+            if p.task and p.task not in created:
+                self.task(("participants", i, "task"), p.task)
+                workflow = self.tasks.get(p.task)
+            self.step(("participants", i, "step"), workflow, p.step)
+            self.name(("participants", i, "role"), "role", p.role, self.roles)
+        runnable = sorted(k for k, c in self.kinds.items() if c != "transition")
+        for kind in sc.executors:
+            self.name(("executors", kind), "action kind", kind, runnable)
+        for event in sc.events:
+            self.event(event)
+        return self.problems
+
+    def event(self, event: Event) -> None:
+        loc: tuple[Any, ...] = ("events", event.index - 1, event.kind)
+        body = event.body
+        if event.kind == "redeliver":
+            target = self.scenario.events[int(body) - 1]
+            if target.kind in ("redeliver", "restart", "recover"):
+                self.add(loc, f"{_path(loc)}: `{target.kind}` (event {target.index}) cannot be redelivered")
+            return
+        if isinstance(body, Create):
+            if body.task in self.tasks:
+                self.add((*loc, "task"), f"{_path((*loc, 'task'))}: task `{body.task}` exists already")
+            elif self.name((*loc, "workflow"), "workflow", body.workflow, list(self.steps)):
+                if body.step:
+                    self.step((*loc, "step"), body.workflow, body.step)
+                self.tasks[body.task] = body.workflow
+            return
+        task = getattr(body, "task", None)
+        if task is not None:
+            self.task((*loc, "task"), task)
+        session = getattr(body, "session", None)
+        if session is not None:
+            self.name((*loc, "session"), "session", session, list(self.scenario.sessions))
+        if isinstance(body, Move):
+            self.step((*loc, "to"), None, body.to)
+        elif isinstance(body, Fire):
+            if body.trigger == self.entry_trigger:
+                self.add((*loc, "trigger"), f"{_path((*loc, 'trigger'))}: `{body.trigger}` is the entry trigger: arrivals dispatch "
+                                            "it (use `move:` or `create:`)")
+            else:
+                self.name((*loc, "trigger"), "trigger", body.trigger, self.triggers)
+        elif isinstance(body, Dispatch):
+            self.name((*loc, "sequence"), "sequence", body.sequence, self.sequences)
+        elif isinstance(body, Decide) and body.agent is not None:
+            self.name((*loc, "role"), "role", body.role, self.roles)
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    """`tasks.T1.step`, or `event 3 (`move`): to` for a field of an event."""
+    if len(loc) >= 3 and loc[0] == "events":
+        return f"event {loc[1] + 1} (`{loc[2]}`): " + ".".join(str(p) for p in loc[3:])
+    return ".".join(str(p) for p in loc)
+
+
+def check_scenario(scenario: Scenario, plan: Plan) -> list[str]:
+    """Every name the scenario uses that the plan does not know (tasks, sessions, steps, roles, triggers,
+    sequences, action kinds), one `file:line:col: message` each; empty when it may run."""
+    return _Checker(scenario, plan).check()
 
 
 def _subset(want: Mapping[str, Any], got: Mapping[str, Any]) -> bool:

@@ -67,7 +67,7 @@ def test_shipped_scenarios_pass(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["test", str(SCENARIOS)]) == 0
     out = capsys.readouterr().out
     count = len(list(SCENARIOS.glob("*.yaml")))
-    assert out.strip().splitlines()[-1] == f"{count} passed, 0 failed"
+    assert out.strip().splitlines()[-1] == f"{count} passed, 0 failed, 0 errors"
 
 
 def test_failing_expectation_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -79,23 +79,24 @@ def test_failing_expectation_fails(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["test", str(bad)]) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "task T1: at step `review`, expected `done`" in out
-    assert out.strip().splitlines()[-1] == "0 passed, 1 failed"
+    assert out.strip().splitlines()[-1] == "0 passed, 1 failed, 0 errors"
 
 
 def test_bad_scenario_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("source: |\n  workflow w { step a { start } }\nevents:\n  - move: {task: T1, to: a}\n  - teleport: {}\n")
-    assert main(["simulate", str(bad), "--format", "jsonl"]) == 2
+    assert main(["simulate", str(bad), "--format", "jsonl"]) == 1  # a scenario with errors: problems found
     err = capsys.readouterr().err
-    assert f"{bad}:5:" in err and "unknown event `teleport`" in err
+    assert f"{bad}:5:5: event 2: unknown event `teleport`" in err
 
 
 def test_scenario_with_a_broken_workflow(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("source: |\n  workflow w { step a { start on on_enter { launch_rockets } } }\nevents: []\n")
-    assert main(["simulate", str(bad)]) == 2
+    assert main(["simulate", str(bad)]) == 1
     err = capsys.readouterr().err
     assert "does not compile" in err and "IL101" in err
+    assert f"{bad}:2:" in err  # the inline block's diagnostic at the YAML file's own line
 
 
 def test_missing_scenario_file(capsys: pytest.CaptureFixture[str]) -> None:
