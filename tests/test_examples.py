@@ -1,8 +1,8 @@
 """The shipped examples keep re-authoring the seed system's nine workflow templates: each
 `examples/*.wf` is compared, step by step and action by action, with its template YAML.
 
-The templates are reference data kept beside the repository (`../shared/reference/
-kandev-workflows/`, never copied in).  Without that folder the comparison is skipped on a
+The templates are reference data kept beside the repository (`reference/kandev-workflows/`
+in the sibling `shared` folder), never copied in.  Without that folder the comparison is skipped on a
 developer machine and fails under `CI=true`, so the examples cannot drift unnoticed.
 """
 
@@ -53,7 +53,7 @@ def _templates_or_skip() -> Path:
         return TEMPLATES
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(f"the seed templates are missing ({TEMPLATES}); CI must compare the examples with them")
-    pytest.skip("the seed templates (../shared/reference/kandev-workflows/) are not beside this checkout")
+    pytest.skip(f"the seed templates ({TEMPLATES}) are not beside this checkout")
 
 
 @cache
@@ -92,7 +92,7 @@ def test_workflow_header_matches(template_name: str) -> None:
 
 @pytest.mark.parametrize("template_name", sorted(PAIRS))
 def test_steps_match_in_order(template_name: str) -> None:
-    template, workflow, steps = _pair(template_name)
+    _, workflow, steps = _pair(template_name)
     got = [(s.id, s.title, s.position) for s in sorted(workflow.steps, key=lambda s: s.position)]
     assert got == [(s["id"], s["name"], s["position"]) for s in steps]
     starts = [s["id"] for s in steps if s.get("is_start_step")]

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,21 +31,29 @@ def test_wf_snippet_compiles_clean(index: int) -> None:
     assert result.plan is not None
 
 
+def _parsers() -> tuple[Any, dict[str, Any]]:
+    """The CLI's top-level parser and its subcommand parsers by name."""
+    built = _parser()
+    if isinstance(built, tuple):
+        return built[0], dict(built[1])
+    return built, dict(built._subparsers._group_actions[0].choices)
+
+
 def test_quick_start_is_two_commands_using_real_subcommands() -> None:
     block = re.search(r"## Quick start.*?```sh\n(.*?)```", TEXT, re.S)
     assert block is not None
     commands = [line for line in block.group(1).splitlines() if line.strip()]
     assert len(commands) == 2
     assert "pip install -e '.[test]'" in commands[1] and commands[1].rstrip().endswith("pytest")
-    subcommands = set(_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    subcommands = set(_parsers()[1])
     for used in re.findall(r"interlock (\w+)", commands[0]):
         assert used in subcommands
 
 
 def test_documented_check_flags_exist() -> None:
-    help_text = _parser().format_help()
-    assert "check" in help_text
-    check = _parser()._subparsers._group_actions[0].choices["check"]  # type: ignore[union-attr]
+    top, subcommands = _parsers()
+    assert "check" in top.format_help()
+    check = subcommands["check"]
     options = {opt for action in check._actions for opt in action.option_strings}
     for flag in ("--format", "-W", "-q", "--stdin-filename"):
         assert flag in options
