@@ -31,7 +31,7 @@ MAX_BYTES = 1024 * 1024
 """A scenario file larger than this is refused unread (scenarios are hand-written)."""
 MAX_DEPTH = 64
 """Deepest nesting of lists and mappings a scenario may use."""
-MAX_ALIAS_VALUES = 100_000
+MAX_ALIAS_VALUES = 10_000
 """How many values YAML aliases may add beyond the file's own nodes (bounds an alias bomb)."""
 _MAX_INT_CHARS = 30
 _MAX_ERRORS = 10
