@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from .checks import check_bool, check_id, check_text
 from .core import EXIT_TRIGGER, Handler, _Failure, _Retry
 from .entry import Counts, EntryDispatch, Pending
 from .errors import (
@@ -18,7 +19,7 @@ from .keys import operation_ident
 from .plan import PlanStep
 from .records import MESSAGES
 from .results import ArrivalResult, EntryResult
-from .store import LedgerRow, MoveResult, Store, StoreError, TaskState
+from .store import ROUTES, LedgerRow, MoveResult, Store, StoreError, TaskState
 
 _arrival = builder(ArrivalResult)  # the hot paths' constructors (frozen.builder)
 
@@ -36,6 +37,15 @@ class Arrivals(EntryDispatch):
                     session_id: str | None = None, is_from_office: bool = False, is_ephemeral: bool = False,
                     actor_kind: str = "system", actor_id: str | None = None) -> ArrivalResult:
         """Create a task into a step (its workflow's start step by default): an arrival, route `creation`."""
+        check_id(task_id, "task_id")
+        check_id(workflow_id, "workflow_id")
+        check_id(step_id, "step_id", optional=True)
+        check_text(description, "description")
+        check_id(session_id, "session_id", optional=True)
+        check_id(actor_id, "actor_id", optional=True)
+        check_id(actor_kind, "actor_kind")
+        check_bool(is_from_office, "is_from_office")
+        check_bool(is_ephemeral, "is_ephemeral")
         wf = self.workflow(workflow_id)
         step_id = step_id or wf.start_step
         self.step(workflow_id, step_id)
@@ -61,6 +71,17 @@ class Arrivals(EntryDispatch):
         A `manual_move` into a step without `manual_move` is refused (a `warning` record).
         `dispatch=False` commits the arrival without dispatching (what a crash after commit
         leaves behind; `recover` dispatches it)."""
+        check_id(task_id, "task_id")
+        check_id(to_step, "to_step")
+        if route not in ROUTES or route == "detach":
+            raise RuntimeFault(f"route {route!r} is not a route: use one of "
+                               f"{', '.join(r for r in ROUTES if r != 'detach')}")
+        check_id(session_id, "session_id", optional=True)
+        check_id(actor_kind, "actor_kind")
+        check_id(actor_id, "actor_id", optional=True)
+        check_id(workflow_id, "workflow_id", optional=True)
+        check_id(expected_step, "expected_step", optional=True)
+        check_bool(dispatch, "dispatch")
         seen: list[TaskState] = []  # the task as the write found it (the last attempt's)
         actor = actor_id if actor_kind != "agent" else (actor_id or session_id)
         if self._exits:
@@ -162,6 +183,8 @@ class Arrivals(EntryDispatch):
     def switch_workflow(self, task_id: str, workflow_id: str, step_id: str | None = None, *,
                         session_id: str | None = None) -> ArrivalResult:
         """Move a task into another workflow (its start step by default): one arrival, one entry dispatch."""
+        check_id(workflow_id, "workflow_id")
+        check_id(step_id, "step_id", optional=True)
         wf = self.workflow(workflow_id)
         return self.move(task_id, step_id or wf.start_step, route="workflow_switch", workflow_id=workflow_id,
                          session_id=session_id, actor_kind="agent" if session_id else "system")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .checks import check_id
+from .checks import check_id, check_ledger_id
 from .errors import (
     RuntimeFault,
     UnknownStepError,
@@ -79,6 +79,11 @@ class DecisionDispatch(TriggerDispatch):
     def reevaluate(self, task_id: str, step_id: str, decision_id: int, *, actor: str | None = None,
                    actor_kind: str = "system", session_id: str | None = None) -> DecisionResult:
         """Re-evaluate the guarded transitions of `step_id` after decision `decision_id` (idempotent per decision)."""
+        check_id(task_id, "task_id")
+        check_id(step_id, "step_id")
+        check_ledger_id(decision_id, "decision_id")
+        check_id(actor, "actor", optional=True)
+        check_id(session_id, "session_id", optional=True)
         decision = next((d for d in self.store.decisions(task_id, step_id) if d.id == decision_id), None)
         if decision is None:  # superseded or cleared since: re-evaluated as a decision of `actor`
             decision = Decision(task_id, step_id, "agent" if actor_kind == "agent" else "user", actor or "", "",

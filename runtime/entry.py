@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from .core import IN_PROGRESS, _Core, _Failure, _Redelivered, _Retry, claim_abandoned
+from .checks import check_bool, check_ledger_id
+from .core import IN_PROGRESS, _Core, _Failure, _Redelivered, _Retry, as_failure, claim_abandoned
 from .errors import (
-    ActionFailed,
     RuntimeFault,
 )
 from .executors import Effect
@@ -49,6 +49,8 @@ class EntryDispatch(_Core):
 
     def dispatch_entry(self, ledger_id: int, *, session_live: bool = False) -> EntryResult:
         """Dispatch the entry of a ledger row written by the host (through `LedgerWriter`), after its commit."""
+        check_ledger_id(ledger_id)
+        check_bool(session_live, "session_live")
         row = self.store.ledger_row(ledger_id)
         if row is None:
             raise RuntimeFault(f"no ledger row {ledger_id}")
@@ -260,19 +262,11 @@ class EntryDispatch(_Core):
         try:
             returned = fn(action.args, ctx)
             effects = () if returned is None else self._effects(returned)
-        except StoreError:
+        except KeyboardInterrupt:
             raise
-        except Exception as exc:
-            raise _Retry(action.position, self._as_failure(exc)) from exc
+        except BaseException as exc:
+            raise _Retry(action.position, _contained(exc)) from exc
         self._pend_effects(effects, kind, row, task, step, pending)
-
-    @staticmethod
-    def _as_failure(exc: Exception) -> _Failure:
-        """An entry action's exception as a failure: `ActionFailed` ordinary, anything else a contained fault."""
-        if isinstance(exc, _Failure):
-            return exc
-        panic = not isinstance(exc, ActionFailed)
-        return _Failure(f"{type(exc).__name__}: {exc}" if panic else str(exc), panic=panic)
 
     @staticmethod
     def _failed_in(failure: _Failure, row: LedgerRow, task: TaskState, kind: str, pending: list[Pending]) -> str:
@@ -314,10 +308,11 @@ class EntryDispatch(_Core):
                 effects = () if returned is None else self._effects(returned)  # garbage: a failure, rolled back
                 if marked:
                     sp.finish_marker(row.id, position, "done")
-        except StoreError:
+        except KeyboardInterrupt:
             raise
-        except Exception as exc:  # ActionFailed: an ordinary failure; anything else: a contained fault
-            message = self._failed_in(self._as_failure(exc), row, task, kind, pending)
+        except BaseException as exc:
+            # anything else but a transient store fault (raised on: the entry is incomplete) a contained fault
+            message = self._failed_in(_contained(exc), row, task, kind, pending)
             if marked and tx.claim_marker(row.id, position, kind):
                 tx.finish_marker(row.id, position, "failed", message)
             return message
@@ -353,7 +348,7 @@ class EntryDispatch(_Core):
                 with self.store.unit() as tx:
                     if marker is None and not tx.claim_marker(row.id, action.position, kind):
                         return None  # another delivery has it
-                    effects = fn(action.args, replace(ctx, store=tx)) or ()
+                    effects = self._effects(fn(action.args, replace(ctx, store=tx)))
                     tx.finish_marker(row.id, action.position, "done")
             else:
                 if marker is None:
@@ -362,18 +357,10 @@ class EntryDispatch(_Core):
                     held = True
                 effects = self._call(fn, action.args, ctx)
                 self.store.finish_marker(row.id, action.position, "done")
-        except _Failure as failure:
-            self._record_failure(failure, task.id, row.session_id, kind)
-            self._mark_failed(row.id, action.position, kind, failure.message, had_marker=held)
-            return failure.message
-        except ActionFailed as exc:
-            self._record_failure(_Failure(str(exc)), task.id, row.session_id, kind)
-            self._mark_failed(row.id, action.position, kind, str(exc), had_marker=held)
-            return str(exc)
-        except StoreError:
+        except KeyboardInterrupt:
             raise
-        except Exception as exc:  # an executor fault inside the unit
-            fault = _Failure(f"{type(exc).__name__}: {exc}", panic=True)
+        except BaseException as exc:
+            fault = _contained(exc)
             self._record_failure(fault, task.id, row.session_id, kind)
             self._mark_failed(row.id, action.position, kind, fault.message, had_marker=held)
             return fault.message
@@ -383,3 +370,12 @@ class EntryDispatch(_Core):
     def _mark_failed(self, entry_id: int, position: int, kind: str, error: str, *, had_marker: bool) -> None:
         if had_marker or self.store.claim_marker(entry_id, position, kind):
             self.store.finish_marker(entry_id, position, "failed", error)
+
+
+def _contained(exc: BaseException) -> _Failure:
+    """An entry action's exception as its recorded failure, or raised on: a transient store fault (a lock, a lost
+    connection) leaves the entry incomplete for `recover` to finish, while a permanent one (the data itself refused:
+    it would fail on every retry) is that action's failure, and the entry goes on (record-and-continue)."""
+    if isinstance(exc, StoreError) and not exc.permanent:
+        raise exc
+    return as_failure(exc)

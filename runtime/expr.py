@@ -15,9 +15,14 @@ def empty(value: Any) -> bool:
 
 
 def lookup(scope: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    """The value at a field path: keys of mappings only.  Never an attribute: a host value that is not a mapping
+    (an exception object, a model) reads as missing, so no path can walk into a host's objects (`__traceback__`,
+    `f_globals`, …) and read what the plan did not declare."""
     value: Any = scope.get(path[0])
     for part in path[1:]:
-        value = value.get(part) if isinstance(value, Mapping) else getattr(value, part, None)
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
     return value
 
 

@@ -236,6 +236,10 @@ def load_plan(text: str | bytes, *, verify_digest: bool = True) -> Plan:
         raise PlanError(f"plan is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise PlanError("plan is not a JSON object")
+    bad = _unstorable_text(data)
+    if bad is not None:
+        raise PlanError(f"plan contains a string that {bad}: no store can keep it (a plan `interlock compile` "
+                        "writes never does); recompile the workflow")
     version = data.get("plan_version")
     if version != PLAN_VERSION:
         raise PlanError(
@@ -263,6 +267,25 @@ def load_plan(text: str | bytes, *, verify_digest: bool = True) -> Plan:
         raise PlanError(f"plan references do not resolve: {'; '.join(unresolved[:5])}{more}; "
                         "recompile the workflow with `interlock compile`")
     return plan
+
+
+def _unstorable_text(data: Any) -> str | None:
+    """What is wrong with the first string of a JSON value (keys included) that a store cannot keep, or None."""
+    from .checks import text_problem
+
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            problem = text_problem(item)
+            if problem is not None:
+                return problem
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
 
 
 def value_problem(value: Any, type_: str, records: Mapping[str, Mapping[str, str]]) -> str | None:

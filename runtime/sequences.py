@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .checks import check_mapping
 from .decisions import DecisionDispatch
 from .errors import (
+    PayloadError,
     RuntimeFault,
 )
 from .expr import evaluate, lookup
@@ -32,9 +34,19 @@ class SequenceDispatch(DecisionDispatch):
     # ---- dispatch sequences: first match wins ---------------------------------------------------------
     def dispatch(self, sequence: str, event: Mapping[str, Any], *, host: Mapping[str, Any] | None = None) -> DispatchResult:
         """Run a `dispatch` block for a host event (RUNTIME.md §3).  Never raises for engine errors."""
+        if not isinstance(sequence, str):
+            raise RuntimeFault(f"`sequence` must be a string, not {type(sequence).__name__}")
         seq = self._sequences.get(sequence)
         if seq is None:
             raise RuntimeFault(f"no dispatch sequence `{sequence}` (known: {', '.join(self._sequences) or 'none'})")
+        check_mapping(event, "event")
+        check_mapping(host, "host", optional=True)
+        fields = self._records.get(seq.event, {})
+        for name, type_ in fields.items():
+            value = event.get(name)
+            problem = None if value is None else self._type_problem(value, type_)
+            if problem:
+                raise PayloadError(f"event field `{name}` of `{sequence}` ({seq.event}.{name}: {type_}): {problem}")
         label = {"sequence": seq.name}
         task_id = str(event.get("task_id") or "")
         session_id = str(event.get("session_id") or "") or None

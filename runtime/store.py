@@ -33,7 +33,15 @@ ran out, i.e. left by a delivery that crashed or hung: now this one's), `applied
 
 
 class StoreError(Exception):
-    """The store could not do what was asked (connection lost, schema too old, …)."""
+    """The store could not do what was asked (connection lost, schema too old, …).
+
+    `permanent`: the data itself was refused (a value the database cannot keep, a constraint it breaks), so the
+    same write fails again however often it is tried; otherwise the failure may pass (a lock, a lost connection,
+    a serialisation failure) and the write is worth retrying."""
+
+    def __init__(self, message: str = "", *, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent
 
 
 @fast_init

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .arrivals import Arrivals
+from .checks import check_id, check_text
 from .core import NO_HANDLER, Handler, _Failure, _new_context, as_failure, check_effects
 from .entry import Counts
 from .errors import (
@@ -37,7 +38,9 @@ class TriggerDispatch(Arrivals):
     # ---- other triggers: abort-on-first -------------------------------------------------------------
     def fire(self, trigger: str, task_id: str, *, session_id: str | None = None,
              payload: Mapping[str, Any] | None = None, operation_id: str | None = None) -> FireResult:
-        """Run a step's handler for a non-entry trigger (RUNTIME.md §2)."""
+        """Run a step's handler for a non-entry trigger (docs/runtime.md §2)."""
+        if trigger.__class__ is not str:
+            raise RuntimeFault(f"`trigger` must be a string, not {type(trigger).__name__}")
         return self._fire(trigger, task_id, session_id, payload, operation_id, None)
 
     def _check_payload(self, trigger: str, payload: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -80,6 +83,10 @@ class TriggerDispatch(Arrivals):
               operation_id: str | None, outcome_label: Mapping[str, Any] | None,
               task: TaskState | None = None) -> FireResult:
         """`outcome_label` names the outcome record's source (`{"sequence": …}`; None: this trigger)."""
+        check_id(task_id, "task_id")
+        check_id(session_id, "session_id", optional=True)
+        if operation_id is not None:
+            check_text(operation_id, "operation_id")
         payload = {} if not payload and trigger in self._paramless else self._check_payload(trigger, payload)
         if task is None:
             task = self.store.get_task(task_id)

@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError, ProgrammingError
+from sqlalchemy.exc import ArgumentError, DataError, DBAPIError, IntegrityError, OperationalError, ProgrammingError
 from sqlalchemy.pool import StaticPool
 
 from interlock.runtime.store import StoreError
@@ -210,7 +210,9 @@ def store_error(exc: DBAPIError, url: str | URL, doing: str) -> StoreError:
     if exc.connection_invalidated or (isinstance(exc, OperationalError) and _is_connection_problem(lowered)):
         return StoreError(f"{doing}: lost or could not open the connection to {where} ({text})")
     if isinstance(exc, IntegrityError):
-        return StoreError(f"{doing}: constraint violated in {where} ({text})")
+        return StoreError(f"{doing}: constraint violated in {where} ({text})", permanent=True)
+    if isinstance(exc, DataError):  # a value the database cannot keep (NUL in text, out of range): never passes
+        return StoreError(f"{doing}: {where} refused the data ({text})", permanent=True)
     if isinstance(exc, ProgrammingError | OperationalError):
         return StoreError(f"{doing}: database error in {where} ({text})")
     return StoreError(f"{doing}: {where} failed ({text})")

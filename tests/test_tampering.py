@@ -104,7 +104,7 @@ HAND_EDITS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "field-removed": remove_field,
     "guard-threshold": lambda d: step(d, "review")["handlers"]["on_turn_complete"][0]["guard"].update(
         threshold="any_reject"),
-    "manual-move-flag": lambda d: step(d, "done").update(manual_move=True),
+    "manual-move-flag": lambda d: step(d, "done").update(manual_move=False),
     "entry-action-dropped": lambda d: step(d, "review")["entry_dispatch"].pop(0),
     "source-line": lambda d: step(d, "review")["source"].update(line=1),
 }

@@ -38,7 +38,7 @@ PLAN = compile_source(SourceFile("office_default.wf", (ROOT / "examples" / "offi
 assert PLAN is not None
 
 TASKS = ("T1", "T2")
-STEPS = ("backlog", "work", "review", "approval", "done")  # done refuses manual moves
+STEPS = ("backlog", "work", "review", "approval", "done")
 SEATS = {"review": ("reviewer", ("rev-a", "rev-b"), "review_started"),
          "approval": ("approver", ("appr-1",), "approval_started")}
 DECIDERS = (("rev-a", "reviewer"), ("rev-b", "reviewer"), ("appr-1", "approver"), ("outsider", "reviewer"))
