@@ -79,8 +79,9 @@ def check_url(url: str | URL) -> URL:
         u = normalise_url(url.strip() if isinstance(url, str) else url)
     except (ArgumentError, ValueError) as exc:
         raise StoreError(f"cannot parse the database URL `{shown}` ({exc}): give {_URL_FORMS}") from None
-    backend, driver = u.get_backend_name(), u.get_driver_name()
+    backend = u.get_backend_name()
     drivers = _DRIVERS.get(backend)
+    driver = u.drivername.partition("+")[2] or (drivers[0] if drivers else "")  # no dialect loaded to find it
     if drivers is None:
         raise StoreError(f"unsupported database `{backend}` in `{shown}`: interlock stores run on SQLite and "
                          f"PostgreSQL ({_URL_FORMS})")
