@@ -27,6 +27,7 @@ REQUIRED = {
     "outcome": {"result", "guard"},
     "warning": {"code", "message"},
     "error": {"task", "session", "message"},
+    "decision": {"task", "step", "verdict", "role", "seated", "result"},
     "summary": {"tasks", "runs", "counters"},
 }
 
@@ -54,6 +55,9 @@ def test_trace_follows_the_contract(scenario: str) -> None:
         if r["record"] == "outcome":
             assert "sequence" in r or "trigger" in r
             assert r["result"] in ("dispatched", "skipped", "idempotent", "error")
+        if r["record"] == "decision":  # forwarded from the runtime as it records them
+            assert ("agent" in r) != ("user" in r) and isinstance(r["seated"], bool)
+            assert r["result"] in ("moved", "pending", "approval_required", "ignored", "refused")
         if r["record"] == "redelivery_discarded":
             assert "task" in r and ("entry_id" in r or "operation_id" in r)
         if r["record"] == "arrival":
