@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from .builtins import config_digests, register_builtins
 from .errors import (
     ActionFailed,
+    RuntimeFault,
     UnknownStepError,
     UnknownTaskError,
     UnknownWorkflowError,
@@ -162,6 +163,26 @@ def check_effects(result: Any) -> list[Effect]:
 _NO_KEY = object()
 
 
+def _the_plan(plan: Any) -> Plan:
+    """The `Plan` a runtime interprets; a compile result is taken for its plan, and one without a plan (its source
+    has errors) is refused with its first diagnostics instead of failing somewhere inside the runtime."""
+    if isinstance(plan, Plan):
+        return plan
+    inner = getattr(plan, "plan", _NO_KEY)
+    diagnostics = getattr(plan, "diagnostics", None)
+    if isinstance(inner, Plan):
+        return inner
+    if inner is None and diagnostics is not None:
+        errors = [d for d in diagnostics if getattr(d, "severity", "error") == "error"]
+        shown = "; ".join(f"{getattr(d, 'file', '?')}:{getattr(d, 'line', '?')}:{getattr(d, 'col', '?')}: "
+                          f"{getattr(d, 'code', '')} {getattr(d, 'message', d)}" for d in errors[:3])
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        raise RuntimeFault(f"the compile result has no plan: its source has {len(errors)} error(s): {shown}{more}; "
+                           "fix them (`interlock check`) and compile again")
+    raise RuntimeFault(f"`plan` must be a compiled Plan (interlock.compiler.compile_path(...).plan, or "
+                       f"interlock.runtime.load_plan(text)), not {type(plan).__name__}")
+
+
 class Handler(NamedTuple):
     """A step's handler of one trigger, compiled once: `kinds` are the kinds it runs through executors (the
     pre-dispatch walk's list); when the first transition that needs no approval has no guard (`plain`), it is
@@ -211,6 +232,10 @@ class _Core:
         atomic_arrivals: bool = True,
         operation_lease: float = 600.0,
     ) -> None:
+        plan = _the_plan(plan)
+        if not isinstance(store, Store):
+            raise RuntimeFault(f"`store` must implement interlock.runtime.Store (e.g. interlock.stores.open_store(url) "
+                               f"or MemoryStore()), not {type(store).__name__}")
         self.plan = plan
         self.store = store
         self.executors = executors if executors is not None else ExecutorRegistry()

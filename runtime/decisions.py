@@ -130,12 +130,12 @@ class DecisionDispatch(TriggerDispatch):
         if target is None:
             self.store.mark_decision_evaluated(decision_id)
             if approval:
-                result = "approval_required"
+                outcome = "approval_required"
             elif not self._seated(task, step.id, decision) and decision.verdict not in REJECTIONS:
-                result = "ignored"  # nobody's seat: approve-style thresholds never count it
+                outcome = "ignored"  # nobody's seat: approve-style thresholds never count it
             else:
-                result = "pending"
-            return done(result, DecisionResult(decision_id, task.id, step.id))
+                outcome = "pending"
+            return done(outcome, DecisionResult(decision_id, task.id, step.id))
         wf_id, from_step = task.workflow_id, step.id
         exit_handler = self._exits.get((wf_id, from_step))
         if exit_handler is not None:

@@ -189,13 +189,13 @@ class TriggerDispatch(Arrivals):
         arrival = None
         if target is not None and target != step_id:
             if handler.exit is not None:  # leaving the step: its `on_exit` first, abort-on-first
-                failure = self._leave(handler.exit, task, wf_id, step_id, session_id, operation_id)
-                if failure is not None:
+                refused = self._leave(handler.exit, task, wf_id, step_id, session_id, operation_id)
+                if refused is not None:
                     if token is not None and operation_id:
                         self.store.release_operation(operation_id, token)
                     self._outcome(outcome_label, trigger, "error", task.id, operation_id)
                     return FireResult("error", trigger, task.id, step_id, operation_id, ran_kinds,
-                                      error=f"on_exit: {failure.message}")
+                                      error=f"on_exit: {refused.message}")
             task_id = task.id
             actor_kind = "agent" if session_id else "system"
             entered = None
