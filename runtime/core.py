@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import itertools
-import json
 import os
 import socket
 import threading
@@ -152,15 +151,45 @@ def check_effects(result: Any) -> list[Effect]:
         if bad is not _NO_KEY:
             raise _Failure(f"executor returned an effect with a {type(bad).__name__} key {bad!r}: effect keys are "
                            "strings")
-        try:
-            json.dumps(effect, allow_nan=False)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise _Failure(f"executor returned an effect that is not plain JSON data: {exc}") from None
+        problem = _not_plain(effect)
+        if problem is not None:
+            raise _Failure(f"executor returned an effect that is not plain JSON data: {problem}")
         effects.append(dict(effect))
     return effects
 
 
 _NO_KEY = object()
+_SCALARS = (str, int, bool, type(None))
+_MAX_EFFECT_ITEMS = 100_000
+
+
+def _not_plain(value: Any) -> str | None:
+    """Why `value` is not plain JSON data (string keys at every level, finite numbers, no other objects), or None:
+    what a record sink, a trace or a store can carry without turning it into something else."""
+    stack = [value]
+    seen = 0
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > _MAX_EFFECT_ITEMS:
+            return f"more than {_MAX_EFFECT_ITEMS} values"
+        if isinstance(item, _SCALARS):
+            continue
+        if isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                return f"the number {item!r} is not JSON"
+            continue
+        if isinstance(item, Mapping):
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    return f"a {type(key).__name__} key {key!r} (keys are strings)"
+                stack.append(inner)
+            continue
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+            continue
+        return f"a value of type {type(item).__name__}"
+    return None
 
 
 def _the_plan(plan: Any) -> Plan:
@@ -174,13 +203,19 @@ def _the_plan(plan: Any) -> Plan:
         return inner
     if inner is None and diagnostics is not None:
         errors = [d for d in diagnostics if getattr(d, "severity", "error") == "error"]
-        shown = "; ".join(f"{getattr(d, 'file', '?')}:{getattr(d, 'line', '?')}:{getattr(d, 'col', '?')}: "
-                          f"{getattr(d, 'code', '')} {getattr(d, 'message', d)}" for d in errors[:3])
+        shown = "; ".join(_where(d) + f"{getattr(d, 'code', '')} {getattr(d, 'message', d)}" for d in errors[:3])
         more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
         raise RuntimeFault(f"the compile result has no plan: its source has {len(errors)} error(s): {shown}{more}; "
                            "fix them (`interlock check`) and compile again")
     raise RuntimeFault(f"`plan` must be a compiled Plan (interlock.compiler.compile_path(...).plan, or "
                        f"interlock.runtime.load_plan(text)), not {type(plan).__name__}")
+
+
+def _where(diagnostic: Any) -> str:
+    span = getattr(diagnostic, "span", None)
+    if span is None:
+        return ""
+    return f"{getattr(span, 'file', '?')}:{getattr(span, 'line', '?')}:{getattr(span, 'col', '?')}: "
 
 
 class Handler(NamedTuple):
