@@ -99,11 +99,15 @@ def _report(trials: list[Any]) -> str:
     return "\n".join(lines)
 
 
-def test_random_kills_break_no_invariant(campaign: Any) -> None:
+def test_random_kills_break_no_invariant(campaign: Any, record_property: Any) -> None:
     trials = [campaign.trial(seed) for seed in range(TRIALS)]
     assert not any(t.problems for t in trials), _report(trials)
-    killed = [t for t in trials if t.code == -9]
-    assert len(killed) >= 0.5 * len(trials), Counter(t.code for t in trials)  # timed kills may land after the end
+    # Where a timed kill lands depends on the machine's speed: only point kills (seeded store calls, replayed
+    # exactly) are asserted on; the timed ones are reported.
+    points = [t for t in trials if t.kill == "point"]
+    killed = [t for t in points if t.code == -9]
+    assert len(points) >= 0.3 * len(trials), Counter(t.kill for t in trials)
+    assert len(killed) >= 0.9 * len(points), Counter(t.code for t in points)
     assert {t.variant for t in trials} == {"tx", "split", "host", "retry"}
     assert sum(t.double for t in trials) >= 0.1 * len(trials)  # a crash during `recover` too
     # the kills landed in every phase of an arrival (the moment between a commit and its entry dispatch is
@@ -114,8 +118,9 @@ def test_random_kills_break_no_invariant(campaign: Any) -> None:
             assert labels & set(members), f"no kill {phase}; kill points hit: {sorted(labels)}"
     kinds = {t.phase.split("(", 1)[1].split(")")[0] for t in killed if t.phase.startswith("in call")}
     assert {"create", "fire on_turn_complete", "decide", "move"} <= kinds, kinds
-    timed = [t for t in killed if t.kill == "timed" and t.phase.startswith("in call")]
-    assert len(timed) >= 0.1 * len(trials)  # the parent's own kills (timing-dependent), not only self-inflicted ones
+    timed = [t for t in trials if t.kill == "timed"]
+    record_property("timed_trials", len(timed))
+    record_property("timed_kills_in_a_call", sum(1 for t in timed if t.code == -9 and t.phase.startswith("in call")))
 
 
 def test_kills_between_each_commit_and_its_entry_dispatch(campaign: Any) -> None:
