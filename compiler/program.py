@@ -57,40 +57,48 @@ def prelude_module(name: str) -> tuple[ir.Module, SourceFile] | None:
     return module, source
 
 
-def _cache_path(name: str, text: str) -> Path:
+# The IR's shape is part of the key: a pickle of an older IR would load without error
+# and lack fields.  Bump it whenever an IR node changes.
+_IR_VERSION = 2
+
+
+def _cache_name(name: str, text: str) -> str:
     import hashlib
 
     from interlock import __version__
-    from interlock.dsl.parser import cache_dir
 
-    digest = hashlib.sha256(f"{__version__}\0{name}\0{text}".encode()).hexdigest()[:16]
-    return Path(cache_dir()) / f"prelude-{name}-{digest}.pickle"
+    digest = hashlib.sha256(f"{__version__}\0{_IR_VERSION}\0{name}\0{text}".encode()).hexdigest()[:16]
+    return f"prelude-{name}-{digest}.pickle"
 
 
 def _load_cached(name: str, text: str) -> ir.Module | None:
-    """The lowered prelude from the on-disk cache (keyed by its text and interlock's version)."""
+    """The lowered prelude from the on-disk cache (keyed by its text and interlock's version).
+
+    Read only through `interlock.dsl.cache`: unpickling runs code, so only a file in a
+    folder nobody else can write is trusted.
+    """
     import pickle
 
+    from interlock.dsl.cache import open_cached
+
+    fh = open_cached(_cache_name(name, text))
+    if fh is None:
+        return None
     try:
-        with _cache_path(name, text).open("rb") as fh:
+        with fh:
             module = pickle.load(fh)
-    except Exception:  # absent, unreadable or stale: parse instead
+    except Exception:  # unreadable or stale: parse instead
         return None
     return module if isinstance(module, ir.Module) else None
 
 
 def _store_cached(name: str, text: str, module: ir.Module) -> None:
-    import os
     import pickle
 
-    path = _cache_path(name, text)
-    try:
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with tmp.open("wb") as fh:
-            pickle.dump(module, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        tmp.replace(path)
-    except OSError:  # a read-only cache only costs time
-        pass
+    from interlock.dsl.cache import write_cached
+
+    # no safe folder, or a read-only one: only costs time
+    write_cached(_cache_name(name, text), lambda fh: pickle.dump(module, fh, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def load_program(

@@ -12,14 +12,11 @@ instead of a hang or a traceback.
 from __future__ import annotations
 
 import copyreg
-import os
 import pickle
 import re
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
-from contextlib import suppress
 from functools import lru_cache
 from importlib import import_module
 from itertools import islice
@@ -30,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from .cache import cache_path, open_cached, write_cached
 from .construct import construct
 from .diagnostics import Diagnostic, label, make
 from .source import SourceFile, Span
@@ -77,23 +75,9 @@ DEFAULT_LIMITS = Limits()
 
 
 def cache_dir() -> str:
-    """Where interlock keeps its caches (the parser tables, the lowered prelude)."""
-    return _cache_dir()
-
-
-@lru_cache(maxsize=1)
-def _cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = os.path.join(base, "interlock")
-    try:
-        os.makedirs(path, exist_ok=True)
-        probe = os.path.join(path, ".w")
-        with open(probe, "w"):
-            pass
-        os.unlink(probe)
-        return path
-    except OSError:
-        return tempfile.gettempdir()
+    """Where interlock keeps its caches (the parser tables, the lowered prelude); they are
+    read and written only if that folder is safe (`interlock.dsl.cache`)."""
+    return cache_path()
 
 
 def package_text(package: str, name: str) -> str | None:
@@ -120,13 +104,16 @@ def grammar_text() -> str:
 
 
 # The built parser (tables, lexer configuration, callbacks bound to the lowering) is pickled
-# whole: loading it takes half the time of Lark rebuilding it from its own cache, which
-# matters to `interlock check` in a pre-commit hook.  On CPython the pickle also carries
-# every lexer state's compiled regular expression as SRE code (which CPython validates as
-# it loads it), so no process compiles them again (`re` compiles in pure Python: a few
+# whole: loading it takes a fraction of the time of building it, which matters to
+# `interlock check` in a pre-commit hook.  On CPython the pickle also carries every lexer
+# state's compiled regular expression as SRE code (which CPython validates as it loads
+# it), so no process compiles them again (`re` compiles in pure Python: a few
 # milliseconds on the first parse).  The file starts with its key (the grammar text,
 # Lark's and Python's exact versions); any mismatch or error means a rebuild, and a
-# rebuild rewrites the file.
+# rebuild rewrites the file.  The file is read and written only through
+# `interlock.dsl.cache` (a pickle runs code as it loads, so only a file in a folder nobody
+# else can write is trusted); Lark's own cache, a pickle at a path Lark opens itself, is
+# not used: it would only speed up the rare rebuild.
 @lru_cache(maxsize=1)
 def _parser() -> tuple[Lark, Lowering]:
     """The LALR parser with the lowering callbacks, from the pickle cache or built (and cached)."""
@@ -136,13 +123,10 @@ def _parser() -> tuple[Lark, Lowering]:
 
     text = grammar_text()
     key = _parser_key(text, lark.__version__)
-    pickled = Path(_cache_dir()) / f"wf-parser-lark{lark.__version__}-py{sys.version_info[0]}{sys.version_info[1]}.pickle"
-    loaded = _load_parser(pickled, key)
+    name = parser_cache_name(lark.__version__)
+    loaded = _load_parser(name, key)
     if loaded is not None:
         return loaded
-    import hashlib
-
-    digest = hashlib.sha256((text + lark.__version__).encode()).hexdigest()[:16]
     lowering = Lowering()
     parser = Lark(
         text,
@@ -150,11 +134,15 @@ def _parser() -> tuple[Lark, Lowering]:
         lexer="contextual",
         propagate_positions=False,
         maybe_placeholders=True,
-        cache=str(Path(_cache_dir()) / f"wf-{digest}.lark-cache"),
         transformer=lowering,
     )
-    _store_parser(pickled, key, parser, lowering)
+    _store_parser(name, key, parser, lowering)
     return parser, lowering
+
+
+def parser_cache_name(lark_version: str) -> str:
+    """The parser cache's file name in the cache folder."""
+    return f"wf-parser-lark{lark_version}-py{sys.version_info[0]}{sys.version_info[1]}.pickle"
 
 
 _PARSER_CACHE_VERSION = 4
@@ -216,13 +204,16 @@ class _ParserPickler(pickle.Pickler):
         return NotImplemented
 
 
-def _load_parser(path: Path, key: tuple[object, ...]) -> tuple[Lark, Lowering] | None:
+def _load_parser(name: str, key: tuple[object, ...]) -> tuple[Lark, Lowering] | None:
+    fh = open_cached(name)
+    if fh is None:  # absent, or not a file that may be trusted
+        return None
     try:
-        with path.open("rb") as fh:
+        with fh:
             if pickle.load(fh) != key:
                 return None
             loaded = pickle.load(fh)
-    except Exception:  # absent, stale or unreadable: rebuild
+    except Exception:  # stale or unreadable: rebuild
         return None
     from .lower import Lowering
 
@@ -240,18 +231,15 @@ def _build_scanners(parser: Lark) -> None:
             basic.scanner  # noqa: B018 - the property builds and keeps it
 
 
-def _store_parser(path: Path, key: tuple[object, ...], parser: Lark, lowering: Lowering) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
+def _store_parser(name: str, key: tuple[object, ...], parser: Lark, lowering: Lowering) -> None:
+    def write(fh: IO[bytes]) -> None:
         if _PRECOMPILED:
             _build_scanners(parser)
-        with tmp.open("wb") as fh:
-            pickle.dump(key, fh, protocol=pickle.HIGHEST_PROTOCOL)  # its own memo: loaded on its own
-            _ParserPickler(fh).dump((parser, lowering))
-        tmp.replace(path)
-    except Exception:  # a read-only cache, or a Lark that cannot be pickled: only costs time
-        with suppress(OSError):
-            tmp.unlink()
+        pickle.dump(key, fh, protocol=pickle.HIGHEST_PROTOCOL)  # its own memo: loaded on its own
+        _ParserPickler(fh).dump((parser, lowering))
+
+    # no safe folder, a full disk, or a Lark that cannot be pickled: only costs time
+    write_cached(name, write)
 
 
 def get_parser() -> Lark:
