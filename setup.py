@@ -3,7 +3,7 @@
 Each folder (`dsl/`, `compiler/`, ...) installs as a subpackage of the one namespaced
 distribution `interlock`.  The list is derived, never hand-written: a subpackage left
 out of a hand-written list silently drops out of the wheel while an editable install
-keeps working (ARCHITECTURE.md, "known traps").
+keeps working (docs/architecture.md, "known traps").
 """
 
 from pathlib import Path

@@ -67,7 +67,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     comp.add_argument("--stdin-filename", metavar="NAME", default="<stdin>", help=stdin_help)
 
     sim = sub.add_parser("simulate", help="run a scenario and print its trace",
-                         description="Run a scenario (RUNTIME.md §5) on an in-memory SQLite store with simulated "
+                         description="Run a scenario (docs/runtime.md §5) on an in-memory SQLite store with simulated "
                                      "executors and print the trace: one JSON object per line, or a table. "
                                      "Names the scenario uses are checked against the plan before it runs.",
                          epilog="Exit status: 0 the scenario ran; 1 the scenario has errors (each as "

@@ -1,7 +1,7 @@
 """A plan, a store and executors in; arrivals, entry dispatch, trigger dispatch, dispatch
 sequences and decisions out — the runtime a host orchestrator embeds.
 
-Step entry is record-and-continue (RUNTIME.md §1), every other trigger abort-on-first
+Step entry is record-and-continue (docs/runtime.md §1), every other trigger abort-on-first
 (§2), dispatch sequences first-match-wins (§3).  Idempotency is durable: entry records
 and per-position markers for arrivals, operation markers for other triggers, all in the
 store.  The runtime holds no lock while an executor runs, so executors may call back in.

@@ -200,7 +200,7 @@ class Arrivals(EntryDispatch):
         and its entry.  The actions run without savepoints; if one fails, the transaction is undone and run
         again with a savepoint per action, the failed one recorded as failed without a second call.  If the store fails after the step change was written,
         the step change is written again on its own and its entry is dispatched after that commit, as
-        RUNTIME.md §1 describes (the step change is never given up for its entry).  Otherwise (host
+        docs/runtime.md §1 describes (the step change is never given up for its entry).  Otherwise (host
         executors at the destination, or the in-memory store) the entry runs after the commit."""
         if not self._atomic:
             return write(self.store)[0], None

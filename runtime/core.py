@@ -73,7 +73,7 @@ def _call_with_timeout(fn: Callable[..., Any], args: Mapping[str, Any], ctx: Act
 
 IN_PROGRESS = "not run: its marker is in progress (another delivery is running it, or one was interrupted)"
 """The failure an entry records for a position whose marker was claimed but never finished: the position
-is not run again (RUNTIME.md §1: only positions without a marker run), and its outcome is unknown."""
+is not run again (docs/runtime.md §1: only positions without a marker run), and its outcome is unknown."""
 
 
 class _Redelivered(Exception):
@@ -288,7 +288,7 @@ class _Core:
         self.executor_timeout = executor_timeout
         self.session_live = session_live
         # A durable store writes a step change and an entry whose actions are all store-backed in one
-        # transaction (ADR 0010); False keeps RUNTIME.md §1's literal shape: the entry after the commit.
+        # transaction (ADR 0010); False keeps docs/runtime.md §1's literal shape: the entry after the commit.
         self.atomic_arrivals = atomic_arrivals
         self._atomic = atomic_arrivals and bool(getattr(store, "durable", False))
         self.counters = Counters()

@@ -45,7 +45,7 @@ Pending = tuple[str, Level, "str | None", dict[str, Any]]
 
 
 class EntryDispatch(_Core):
-    """Step entry (RUNTIME.md §1): record-and-continue, exactly once per ledger row, durable."""
+    """Step entry (docs/runtime.md §1): record-and-continue, exactly once per ledger row, durable."""
 
     def dispatch_entry(self, ledger_id: int, *, session_live: bool = False) -> EntryResult:
         """Dispatch the entry of a ledger row written by the host (through `LedgerWriter`), after its commit."""

@@ -3,7 +3,7 @@
 Pure functions, no I/O: the caller reads the participant rows (`Store.participants`)
 and the decisions of the task at the evaluating step (oldest first) and passes them in.
 
-Thresholds (RUNTIME.md §2, the engine facts §3.2-3.4):
+Thresholds (docs/runtime.md §2, the engine facts §3.2-3.4):
 
 - approve-style — `all_approve`, `all_decide`, `majority_approve`, `n_approve` (with
   `count`) — count the **seats** of the guard's role (`seats`) and each seat's latest

@@ -1,4 +1,4 @@
-"""Scenario YAML in, a validated `Scenario` out (RUNTIME.md §5), every error naming file:line:col.
+"""Scenario YAML in, a validated `Scenario` out (docs/runtime.md §5), every error naming file:line:col.
 
 The YAML is read defensively: nesting depth, alias expansion, integer size and file size are bounded,
 a key given twice is an error, and messages use the scenario's own words (with a did-you-mean for
@@ -62,7 +62,7 @@ class _M(BaseModel):
 
 class TaskSpec(_M):
     workflow: Id
-    step: str  # "": the task stands on no step (RUNTIME.md §5)
+    step: str  # "": the task stands on no step (docs/runtime.md §5)
     description: str = ""
     office: bool = False
     ephemeral: bool = False

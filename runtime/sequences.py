@@ -1,4 +1,4 @@
-"""A host event in, a dispatch sequence's outcome out: first-match-wins guards, then the trigger (RUNTIME.md §3).
+"""A host event in, a dispatch sequence's outcome out: first-match-wins guards, then the trigger (docs/runtime.md §3).
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ __all__ = ["SequenceDispatch"]
 
 
 class SequenceDispatch(DecisionDispatch):
-    """Dispatch sequences (RUNTIME.md §3): guards first-match-wins, loads, operation id, payload."""
+    """Dispatch sequences (docs/runtime.md §3): guards first-match-wins, loads, operation id, payload."""
 
     # ---- dispatch sequences: first match wins ---------------------------------------------------------
     def dispatch(self, sequence: str, event: Mapping[str, Any], *, host: Mapping[str, Any] | None = None) -> DispatchResult:
-        """Run a `dispatch` block for a host event (RUNTIME.md §3).  Never raises for engine errors."""
+        """Run a `dispatch` block for a host event (docs/runtime.md §3).  Never raises for engine errors."""
         if not isinstance(sequence, str):
             raise RuntimeFault(f"`sequence` must be a string, not {type(sequence).__name__}")
         seq = self._sequences.get(sequence)

@@ -4,7 +4,7 @@ Runs the scenario's events against a real `Runtime` over a store the caller supp
 (the CLI passes an in-memory SQLite store), with simulated host executors and fault
 injection.  Each event is a distinct delivery; `redeliver: N` repeats event N with the
 same identity; `restart` builds a new runtime over the same store.  The trace is the
-RUNTIME.md §5 record stream, `seq` strictly increasing across restarts.
+docs/runtime.md §5 record stream, `seq` strictly increasing across restarts.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ class _Sim:
 
     def setup(self) -> None:
         for task_id, spec in self.scenario.tasks.items():
-            # step "": the task stands on no step, as a detached one does (RUNTIME.md §5)
+            # step "": the task stands on no step, as a detached one does (docs/runtime.md §5)
             self.store.put_task(TaskState(task_id, spec.workflow, spec.step or None, spec.description, spec.office,
                                           spec.ephemeral, spec.archived))
         for p in self.scenario.participants:

@@ -1,4 +1,4 @@
-"""A trigger, a task and a payload in, the step's handler run abort-on-first out (RUNTIME.md §2).
+"""A trigger, a task and a payload in, the step's handler run abort-on-first out (docs/runtime.md §2).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ __all__ = ["TriggerDispatch"]
 
 
 class TriggerDispatch(Arrivals):
-    """Every trigger but step entry (RUNTIME.md §2): abort-on-first, first eligible transition wins."""
+    """Every trigger but step entry (docs/runtime.md §2): abort-on-first, first eligible transition wins."""
 
     # ---- other triggers: abort-on-first -------------------------------------------------------------
     def fire(self, trigger: str, task_id: str, *, session_id: str | None = None,

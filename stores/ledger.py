@@ -2,7 +2,7 @@
 
 For hosts that keep their own tasks table: the host changes the task's step and calls
 `LedgerWriter.write_arrival` on the same SQLAlchemy `Connection`, inside the same
-transaction, so the ledger row commits or rolls back with the step change (RUNTIME.md
+transaction, so the ledger row commits or rolls back with the step change (docs/runtime.md
 §1, §4).  After its commit the host hands the returned id to the runtime, which
 dispatches the destination's entry handler; `recover` finds rows whose dispatch was lost.
 The writer never commits, never begins and never reads the host's tables.

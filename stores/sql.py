@@ -20,7 +20,7 @@ the busy timeout instead of failing on a lock upgrade) and `BEGIN` on PostgreSQL
 unbound read is one statement in autocommit mode (no BEGIN/COMMIT round trips); inside
 a unit it joins the unit.  Nested units are savepoints.
 
-Concurrency (RUNTIME.md §4): every insert-if-absent is `INSERT … ON CONFLICT DO NOTHING`
+Concurrency (docs/runtime.md §4): every insert-if-absent is `INSERT … ON CONFLICT DO NOTHING`
 on the natural key and answers from the row count, so a delivery made by many processes
 at once takes effect once.  Entry records and markers are inserted only if their ledger
 row exists (`INSERT … SELECT … WHERE EXISTS`): one statement, and a bad entry id is a

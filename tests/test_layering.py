@@ -1,6 +1,6 @@
 """The installed packages and the checkout's sources in, import-direction verdicts out.
 
-Import direction (ARCHITECTURE.md): `grammars <- dsl <- compiler -> runtime <- stores`.  The
+Import direction (docs/architecture.md): `grammars <- dsl <- compiler -> runtime <- stores`.  The
 runtime never loads lark, the DSL or the compiler, and `interlock check` never loads
 SQLAlchemy, alembic, loguru, the runtime's API or the other commands (it must start fast in a
 pre-commit hook).  The dynamic checks run in

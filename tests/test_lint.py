@@ -1,6 +1,6 @@
 """House style is enforced, not hoped for: ruff is clean and mypy --strict passes on the package.
 
-mypy cannot follow setuptools' default editable import hook (ARCHITECTURE.md, "known
+mypy cannot follow setuptools' default editable import hook (docs/architecture.md, "known
 traps"), so the test type-checks a link tree that maps the fixed top-level folders to
 `interlock.*`, exactly as the wheel lays them out.
 """

@@ -1,4 +1,4 @@
-"""`interlock simulate` and `interlock test`: the trace contract of RUNTIME.md §5, the shipped
+"""`interlock simulate` and `interlock test`: the trace contract of docs/runtime.md §5, the shipped
 scenarios, and clear errors for bad scenarios."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from interlock.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "examples" / "scenarios"
 
-# RUNTIME.md §5: the fields each record kind must carry (extra fields are allowed)
+# docs/runtime.md §5: the fields each record kind must carry (extra fields are allowed)
 REQUIRED = {
     "arrival": {"task", "from", "to", "ledger_id", "route"},
     "entry": {"task", "step", "entry_id", "attempted", "failed"},

@@ -1,4 +1,4 @@
-"""Concurrent deliveries through the `Runtime` take effect once (RUNTIME.md §1, §2, §4).
+"""Concurrent deliveries through the `Runtime` take effect once (docs/runtime.md §1, §2, §4).
 
 "Several OS processes deliver the same arrivals, entries and operations at once: every
 effect happens exactly once, no step change is lost, no ledger row is duplicated."
@@ -315,7 +315,7 @@ def test_no_racer_saw_an_error_or_a_warning(race: Outcome) -> None:
 
 
 def test_the_arrival_and_entry_records_of_each_ledger_row_are_emitted_once(race: Outcome) -> None:
-    """One dispatch per ledger row (RUNTIME.md §1): the racers together log each arrival and each entry once."""
+    """One dispatch per ledger row (docs/runtime.md §1): the racers together log each arrival and each entry once."""
     arrivals = Counter(f["ledger_id"] for kind, _, f in race.records if kind == "arrival")
     assert arrivals == Counter({row.id: 1 for row in race.ledger})
     entries = Counter(f["entry_id"] for kind, _, f in race.records if kind == "entry")
@@ -440,7 +440,7 @@ def test_concurrent_moves_between_steps_lose_no_step_change(thread_store: Store)
 
 def test_concurrent_redeliveries_call_a_host_executor_once(small_store: Store) -> None:
     """A host (non-transactional) executor on entry is called once per entry position, however many
-    deliveries race: a position that has a marker is not run again (RUNTIME.md §1) — here the other
+    deliveries race: a position that has a marker is not run again (docs/runtime.md §1) — here the other
     deliveries arrive while the first one's executor is still running."""
     calls: list[str | None] = []
     lock = threading.Lock()

@@ -1,4 +1,4 @@
-"""Decisions (RUNTIME.md §2, facts 36-40, 53, 54, 58): recording a decision re-evaluates the
+"""Decisions (docs/runtime.md §2, facts 36-40, 53, 54, 58): recording a decision re-evaluates the
 guarded `on_turn_complete` transitions of the task's step and moves the task with a
 compare-and-swap (an arrival with route `decision`); the Office round trip.
 """

@@ -1,4 +1,4 @@
-"""Step entry (RUNTIME.md §1; the step-entry seed AC-OFFICE-STEP-ENTRY-001.x): one dispatch per
+"""Step entry (docs/runtime.md §1; the step-entry seed AC-OFFICE-STEP-ENTRY-001.x): one dispatch per
 ledger row that names a destination, on every route; record-and-continue; durable
 redelivery discarding; re-entry; the `recover` sweep.
 

@@ -1,5 +1,5 @@
 """Bad input and faults: executors that raise, hang, return garbage or call back in; bad plans; bad
-requests; and a database that goes away in the middle of an entry dispatch (RUNTIME.md §1-§4).
+requests; and a database that goes away in the middle of an entry dispatch (docs/runtime.md §1-§4).
 
 The plan is `examples/office_default.wf`: the review step's entry dispatches
 `clear_decisions` (position 0), `ensure_seats` (1) and `queue_run_for_each_participant` (2);
@@ -73,7 +73,7 @@ def seed(store: Store, *tasks: str, step: str = "work") -> None:
 def make_runtime(store: Store, executors: Mapping[str, Callable[..., Any]] | None = None, *,
                  transactional: bool = False, timeout: float | None = 10.0,
                  atomic: bool = True, replayable: bool = False) -> tuple[Runtime, ListSink]:
-    """`atomic=False`: the entry after the arrival's commit (RUNTIME.md §1's shape, which every destination with
+    """`atomic=False`: the entry after the arrival's commit (docs/runtime.md §1's shape, which every destination with
     a host executor takes) instead of the arrival and its store-backed entry in one transaction (ADR 0010)."""
     registry = ExecutorRegistry()
     for kind, fn in (executors or {}).items():

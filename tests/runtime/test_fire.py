@@ -1,4 +1,4 @@
-"""Other triggers (RUNTIME.md §2): abort-on-first, first eligible transition wins, quorum guards,
+"""Other triggers (docs/runtime.md §2): abort-on-first, first eligible transition wins, quorum guards,
 durable operation markers, transitions applied as arrivals, the missing-executor warning
 and the dispatch records.
 

@@ -1,4 +1,4 @@
-"""Quorum guards: the required slate and the thresholds (facts §3.2-3.4, scenarios 25-32 and 42; RUNTIME.md §2)."""
+"""Quorum guards: the required slate and the thresholds (facts §3.2-3.4, scenarios 25-32 and 42; docs/runtime.md §2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Dispatch sequences (RUNTIME.md §3) through the prelude's `agent_error` sequence: the
+"""Dispatch sequences (docs/runtime.md §3) through the prelude's `agent_error` sequence: the
 on_agent_error seed's guard order, records, operation ids, payload, idempotency and
 containment (AC-A*, AC-B*, AC-C*, AC-D*, AC-E*, AC-F*).
 

@@ -1,4 +1,4 @@
-"""What a scenario means (RUNTIME.md §5): `missing` executors, tasks on no step, names checked against the plan
+"""What a scenario means (docs/runtime.md §5): `missing` executors, tasks on no step, names checked against the plan
 before anything runs, events the runtime refuses, `-` for standard input and the empty-store rule of `--store`."""
 
 from __future__ import annotations
