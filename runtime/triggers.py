@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .arrivals import Arrivals
-from .checks import check_id, check_text
+from .checks import MAX_ID_BYTES, check_id, check_text
 from .core import NO_HANDLER, Handler, _Failure, _new_context, as_failure, check_effects
 from .entry import Counts
 from .errors import (
@@ -83,8 +83,11 @@ class TriggerDispatch(Arrivals):
               operation_id: str | None, outcome_label: Mapping[str, Any] | None,
               task: TaskState | None = None) -> FireResult:
         """`outcome_label` names the outcome record's source (`{"sequence": …}`; None: this trigger)."""
-        check_id(task_id, "task_id")
-        check_id(session_id, "session_id", optional=True)
+        if not (task_id.__class__ is str and task_id.isascii() and 0 < len(task_id) <= MAX_ID_BYTES
+                and "\x00" not in task_id):  # `check_id`'s common case, inline on the hot path
+            check_id(task_id, "task_id")
+        if session_id is not None:
+            check_id(session_id, "session_id")
         if operation_id is not None:
             check_text(operation_id, "operation_id")
         payload = {} if not payload and trigger in self._paramless else self._check_payload(trigger, payload)
@@ -122,18 +125,18 @@ class TriggerDispatch(Arrivals):
                 self.emit("warning", "warning", "operation claim taken over: its lease ran out (a delivery crashed "
                           "or outlived the lease)", code="operation_claim_expired", task=task.id,
                           operation_id=operation_id, trigger=trigger)
-        try:
-            return self._run_handler(handler, trigger, task, wf_id, step_id, session_id, payload, operation_id,
-                                     token, outcome_label)
+        try:  # zero-cost until something raises: then the claim is released (a redelivery runs it again)
+            return self._walk(handler, trigger, task, wf_id, step_id, session_id, payload, operation_id, token,
+                              outcome_label)
         except BaseException:
-            if token is not None:  # never left claimed by a delivery that failed: a redelivery runs it again
+            if token is not None:
                 with contextlib.suppress(Exception):
                     self.store.release_operation(operation_id or "", token)
             raise
 
-    def _run_handler(self, handler: Handler, trigger: str, task: TaskState, wf_id: str, step_id: str,
-                     session_id: str | None, payload: dict[str, Any], operation_id: str | None, token: str | None,
-                     outcome_label: Mapping[str, Any] | None) -> FireResult:
+    def _walk(self, handler: Handler, trigger: str, task: TaskState, wf_id: str, step_id: str,
+              session_id: str | None, payload: dict[str, Any], operation_id: str | None, token: str | None,
+              outcome_label: Mapping[str, Any] | None) -> FireResult:
         """Walk a handler abort-on-first, leave the step if a transition picked another one, mark the operation."""
         actions = handler.actions
         registered = self.executors.entries

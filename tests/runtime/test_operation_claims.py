@@ -209,11 +209,12 @@ def test_a_host_operation_id_never_equals_a_decision_mark(harness: Any) -> None:
     h.store.put_task(TaskState("T", "office_default", "review"))
     for agent in ("rev-a", "rev-b"):
         h.store.add_participant(Participant("T", "review", "reviewer", agent))
-    for op in ("decision:T:review:1", "decision:T:review:2"):
-        assert rt.fire("on_comment", "T", payload=COMMENT, operation_id=op).result == "dispatched"
     first = rt.record_decision("T", agent="rev-a", role="reviewer", verdict="approved")
+    upcoming = first.decision_id + 1  # ids come from one sequence: the next decision's
+    for op in (f"decision:T:review:{first.decision_id}", f"decision:T:review:{upcoming}"):
+        assert rt.fire("on_comment", "T", payload=COMMENT, operation_id=op).result == "dispatched"
     second = rt.record_decision("T", agent="rev-b", role="reviewer", verdict="approved")
-    assert (first.decision_id, second.decision_id) == (1, 2)
+    assert second.decision_id == upcoming
     assert second.transitioned and h.store.get_task("T").step_id == "approval"  # type: ignore[union-attr]
 
 
