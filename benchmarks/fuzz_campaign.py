@@ -47,8 +47,9 @@ PROPERTY_TESTS = ROOT / "tests" / "property"
 CHUNK = 1000
 # Shares of each chunk, in percent; the rest are mutated examples.  Drawing a valid program
 # costs far more than compiling it, so each one is also mutated a few times.
-PROGRAMS, VALID, VALID_MUTATED = 15, 10, 30
-SOURCES = ("programs", "valid", "valid+mutation", "mutation")
+PROGRAMS, VALID, VALID_MUTATED, HOSTILE = 15, 10, 30, 5
+SOURCES = ("programs", "valid", "valid+mutation", "mutation", "hostile-wf", "hostile-fs", "hostile-yaml",
+           "hostile-ids")
 # A tenth of the inputs are compiled with small, random limits, so that the IL009 and IL003
 # paths see as much traffic as the rest.
 TIGHT_LIMITS = 10
@@ -129,6 +130,7 @@ def chunk_inputs(seed: int, chunk: int, size: int = CHUNK) -> list[Item]:
     items += [("valid", data) for data in valid]
     items += [("valid+mutation", S.mutate(rng.choice(valid), rng, edits=rng.randint(1, 2)))
               for _ in range(size * VALID_MUTATED // 100)]
+    items += _hostile().hostile_inputs(rng, size * HOSTILE // 100, valid)
     items = items[:size]
     while len(items) < size:
         items.append(("mutation", S.mutate(rng.choice(S.EXAMPLE_BYTES), rng)))
@@ -160,8 +162,21 @@ def inputs_from(seed: int, total: int, worker: int = 0, jobs: int = 1,
 # ---- one input -----------------------------------------------------------------------------------------
 
 
-def run_one(data: bytes, limits: dict[str, int] | None = None) -> tuple[str, tuple[str, ...], str]:
+def _hostile() -> Any:
+    """`fuzz_hostile.py` beside this script (the families that do not come in as `.wf` bytes)."""
+    import importlib
+
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    return importlib.import_module("fuzz_hostile")
+
+
+def run_one(data: bytes, limits: dict[str, int] | None = None,
+            source: str = "") -> tuple[str, tuple[str, ...], str]:
     """('ok', diagnostic codes, '') or ('exception', (), traceback) for one input."""
+    if source.startswith("hostile-"):
+        return _hostile().run_hostile(source, data)  # its own door, its own check
     from interlock.compiler import compile_bytes
     from interlock.dsl import Limits
     from interlock.runtime.plan import dump_plan, load_plan
@@ -247,7 +262,7 @@ def run_inline(campaign: Campaign, timeout: float) -> None:
     """Every input in this process; an input slower than `timeout` counts as a hang."""
     for index, source, data, limits in inputs_from(campaign.seed, campaign.total):
         started = time.perf_counter()
-        kind, codes, detail = run_one(data, limits)
+        kind, codes, detail = run_one(data, limits, source)
         elapsed = time.perf_counter() - started
         if kind == "ok" and elapsed > timeout:
             kind, detail = "hang", f"took {elapsed:.1f} s (limit {timeout} s)"
@@ -269,7 +284,7 @@ def _worker(conn: Any, seed: int, total: int, worker: int, jobs: int, start: int
     try:
         for index, source, data, limits in inputs_from(seed, total, worker, jobs, start):
             conn.send(("start", index, source, data, limits))
-            kind, codes, detail = run_one(data, limits)
+            kind, codes, detail = run_one(data, limits, source)
             conn.send(("done", index, kind, codes, detail))
     except BaseException:  # the generator itself failed: the campaign cannot go on
         conn.send(("broken", traceback.format_exc()))

@@ -50,6 +50,41 @@ def test_short_profile_finds_nothing(tmp_path: Path) -> None:
     assert "escaped exceptions 0, hangs 0" in tally.summary()
 
 
+def _hostile() -> ModuleType:
+    _campaign()._hostile()
+    return sys.modules["fuzz_hostile"]
+
+
+def _hostile_cases() -> list[tuple[str, bytes]]:
+    import json
+
+    here = ROOT / "benchmarks"
+    if str(here) not in sys.path:
+        sys.path.insert(0, str(here))
+    import fuzz_hostile as h
+
+    cases = [("hostile-fs", json.dumps({"case": c, "n": 1100}).encode()) for c in h._FS_CASES]
+    cases += [("hostile-yaml", json.dumps({"case": c, "n": 5000}).encode()) for c in h._YAML_CASES]
+    cases += [("hostile-ids", json.dumps({"shape": s, "call": c, "n": 10_000}).encode())
+              for s in h._ID_SHAPES for c in range(6)]
+    program = b'workflow w "W" { step a "A" { start prompt "hi" on on_comment { queue_run(reason: "r") } } }'
+    cases += [("hostile-wf", program.replace(b'"hi"', b'"' + bad.encode("utf-8", "surrogatepass") + b'"'))
+              for bad in h._BAD_TEXT]
+    return cases
+
+
+HOSTILE = _hostile_cases()
+
+
+@pytest.mark.parametrize("source, data", HOSTILE, ids=[f"{s}-{i}" for i, (s, _) in enumerate(HOSTILE)])
+def test_every_hostile_case_gets_a_documented_answer(source: str, data: bytes) -> None:
+    """Every case of the hostile families, once: NUL and lone surrogates in strings, `use` of a symlink out of its
+    folder, FIFOs, devices, folders, `use` cycles and long chains, YAML alias bombs and deep nesting, ids of any
+    length and content at the runtime's boundary."""
+    kind, codes, detail = _hostile().run_hostile(source, data)
+    assert kind == "ok", detail
+
+
 def test_inputs_are_reproducible() -> None:
     fuzz = _campaign()
     first = list(fuzz.inputs_from(7, 40))
