@@ -19,6 +19,10 @@ AGENT_ERROR = ([f"AC-A{n}" for n in range(1, 12)] + [f"AC-B{n}" for n in range(1
                + [f"AC-C{n}" for n in range(1, 9)] + [f"AC-D{n}" for n in range(1, 4)]
                + [f"AC-E{n}" for n in range(1, 15)] + [f"AC-F{n}" for n in range(1, 10)])
 
+CONTRACT = ["C-EXIT-1", "C-EXIT-2", "C-EXIT-3", "C-DECIDE-1", "C-DECIDE-2", "C-OP-1", "C-OP-2", "C-OP-3",
+            "C-STORE-1", "C-FAULT-1", "C-BOUNDARY-1"]
+"""This round's contract sentences (the page's `C-` rows)."""
+
 REF = re.compile(r"`(tests/[\w/]+\.py)::(\w+)(?:\[([^\]`]*)\])?`")
 
 
@@ -27,7 +31,7 @@ def rows() -> dict[str, tuple[str, str]]:
     found: dict[str, tuple[str, str]] = {}
     for line in DOC.read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 3 or not cells[0].startswith("AC-"):
+        if len(cells) != 3 or not cells[0].startswith(("AC-", "C-")):
             continue
         assert cells[0] not in found, f"{cells[0]} is listed twice"
         found[cells[0]] = (cells[1], cells[2])
@@ -36,7 +40,7 @@ def rows() -> dict[str, tuple[str, str]]:
 
 def test_every_criterion_has_exactly_one_row() -> None:
     listed = rows()
-    want = [*STEP_ENTRY, *SEATS, *AGENT_ERROR]
+    want = [*STEP_ENTRY, *SEATS, *AGENT_ERROR, *CONTRACT]
     assert sorted(listed) == sorted(want), (
         f"missing: {sorted(set(want) - set(listed))}; unexpected: {sorted(set(listed) - set(want))}")
 
