@@ -9,6 +9,7 @@ and re-running the upgrade on an up-to-date one both succeed (ADR-0027).
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from contextlib import nullcontext
 from importlib import resources
@@ -20,7 +21,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
 from sqlalchemy import Connection, Engine
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError
 
 from interlock.runtime.store import StoreError
@@ -102,7 +103,14 @@ def upgrade_engine(engine: Engine) -> str:
 
 
 def current_revision(url: str | URL | Engine) -> str | None:
-    """The database's interlock revision; None when it has none (empty, or never upgraded)."""
+    """The database's interlock revision; None when it has none (empty, never upgraded, or a SQLite file that does
+    not exist: reading it does not create it)."""
+    if not isinstance(url, Engine):
+        parsed = make_url(url) if isinstance(url, str) else url
+        database = parsed.database
+        if parsed.get_backend_name() == "sqlite" and database not in (None, "", ":memory:") \
+                and not database.startswith("file:") and not os.path.exists(database):
+            return None
     engine = url if isinstance(url, Engine) else make_engine(url)
     try:
         with memory_lock(engine) or nullcontext(), engine.connect() as conn:

@@ -346,3 +346,9 @@ def test_0002_refuses_records_foreign_to_their_row_and_changes_nothing(empty_url
         engine.dispose()
     assert "entry_recorded_at" not in columns
     assert upgrade(empty_url) == head_revision()
+
+
+def test_reading_the_revision_of_a_missing_sqlite_file_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.db"
+    assert current_revision(f"sqlite:///{missing}") is None
+    assert not missing.exists()
