@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from interlock.dsl import Diagnostic, Limits, SourceFile
 from interlock.dsl.diagnostics import sort_key
-from interlock.dsl.parser import DEFAULT_LIMITS, decode, read_limited
+from interlock.dsl.parser import DEFAULT_LIMITS, decode, display_name, read_limited
 
 if TYPE_CHECKING:
     from interlock.runtime.plan import Plan
@@ -63,24 +63,33 @@ class CompileResult:
 def compile_source(source: SourceFile, *, search_dir: Path | None = None, limits: Limits = DEFAULT_LIMITS,
                    want_plan: bool = True) -> CompileResult:
     """Compile one in-memory source; `search_dir` resolves `use NAME` sibling files."""
+    return _collected(source, search_dir=search_dir, limits=limits, want_plan=want_plan, main_path=None)
+
+
+def _collected(source: SourceFile, *, search_dir: Path | None, limits: Limits, want_plan: bool,
+               main_path: Path | None) -> CompileResult:
     # The IR is a large graph of small acyclic objects: the cyclic collector would only
     # re-scan it again and again (measured: a third of compile time on large files).
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _compile(source, search_dir=search_dir, limits=limits, want_plan=want_plan)
+        return _compile(source, search_dir=search_dir, limits=limits, want_plan=want_plan, main_path=main_path)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _compile(source: SourceFile, *, search_dir: Path | None, limits: Limits, want_plan: bool) -> CompileResult:
+def _compile(source: SourceFile, *, search_dir: Path | None, limits: Limits, want_plan: bool,
+             main_path: Path | None) -> CompileResult:
     from .context import Context
     from .passes import PASSES
     from .program import load_program
     from .symbols import collect_symbols, suggestion_budget
 
-    program, diagnostics = load_program(source, search_dir=search_dir, limits=limits)
+    if not source.name.isascii() and display_name(source.name) != source.name:
+        # a name with lone surrogates (a file name that is not UTF-8) could not be stored or printed
+        source = SourceFile(display_name(source.name), source.text)
+    program, diagnostics = load_program(source, search_dir=search_dir, limits=limits, main_path=main_path)
     if program is None:
         return CompileResult(source.name, tuple(sorted(diagnostics, key=sort_key)), None, {source.name: source})
     symbols, found = collect_symbols(program)
@@ -100,6 +109,7 @@ def _compile(source: SourceFile, *, search_dir: Path | None, limits: Limits, wan
 
 def compile_bytes(name: str, data: bytes, *, search_dir: Path | None = None, limits: Limits = DEFAULT_LIMITS,
                   want_plan: bool = True) -> CompileResult:
+    name = display_name(name)
     source, problems = decode(name, data, limits)
     if source is None:
         return CompileResult(name, tuple(problems))
@@ -109,7 +119,7 @@ def compile_bytes(name: str, data: bytes, *, search_dir: Path | None = None, lim
 def compile_path(path: Path, *, display: str | None = None, limits: Limits = DEFAULT_LIMITS,
                  want_plan: bool = True) -> CompileResult:
     """Compile a file on disk (`display` is the name diagnostics print, default the path as given)."""
-    source, problems = read_limited(path, limits, name=display)
+    source, problems = read_limited(path, limits, name=None if display is None else display_name(display))
     if source is None:
-        return CompileResult(str(path) if display is None else display, tuple(problems))
-    return compile_source(source, search_dir=path.parent, limits=limits, want_plan=want_plan)
+        return CompileResult(display_name(path if display is None else display), tuple(problems))
+    return _collected(source, search_dir=path.parent, limits=limits, want_plan=want_plan, main_path=path)

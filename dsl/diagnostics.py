@@ -7,6 +7,7 @@ The code table (`CODES`) is the single registry of stable codes and kebab names;
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -82,6 +83,11 @@ _TABLE: tuple[CodeInfo, ...] = (
     CodeInfo("IL008", "file-unreadable", _E, "the file cannot be read"),
     CodeInfo("IL009", "too-many-items", _E, "more tokens, declarations, steps, actions or list entries than the "
                                             "limit, or an over-long string or name"),
+    CodeInfo("IL010", "unstorable-string", _E, "a string holds a NUL character or a lone surrogate, which no store "
+                                               "can keep"),
+    CodeInfo("IL011", "unsafe-module", _E, "`use NAME` leads outside the using file's folder, or to something that "
+                                           "is not a regular file"),
+    CodeInfo("IL012", "use-cycle", _E, "`use` lines that lead back to a file already being loaded"),
     # -- names ------------------------------------------------------------------
     CodeInfo("IL101", "unknown-action-kind", _E, "an action names no declared kind"),
     CodeInfo("IL102", "unknown-parameter", _E, "a named argument the kind does not declare"),
@@ -105,6 +111,7 @@ _TABLE: tuple[CodeInfo, ...] = (
     CodeInfo("IL207", "use-before-load", _E, "a loaded name used before its `load` line"),
     CodeInfo("IL208", "invalid-threshold-count", _E, "`n_approve(N)` with N < 1"),
     CodeInfo("IL209", "invalid-default", _E, "a parameter default that does not fit its type"),
+    CodeInfo("IL210", "duplicate-map-key", _E, "a map literal gives one key twice"),
     # -- structure --------------------------------------------------------------
     CodeInfo("IL301", "kind-not-allowed-on-trigger", _E, "the kind may not be declared on that trigger"),
     CodeInfo("IL302", "duplicate-step", _E, "two steps of one workflow share an id"),
@@ -129,6 +136,7 @@ _TABLE: tuple[CodeInfo, ...] = (
     CodeInfo("IL321", "duplicate-load", _E, "a name loaded twice in one dispatch block"),
     CodeInfo("IL323", "invalid-step-setting", _E, "a step setting out of range (negative position or limit)"),
     CodeInfo("IL324", "empty-workflow", _E, "a workflow with no steps"),
+    CodeInfo("IL325", "reserved-field-name", _E, "a record field name starting with `_` (reserved for the runtime)"),
     # -- warnings ---------------------------------------------------------------
     CodeInfo("IL501", "unreachable-transition", _W, "a transition after an unguarded transition never fires"),
     CodeInfo("IL502", "move-past-end", _W, "`move_to_next` on the last step or `move_to_previous` on the first"),
@@ -136,6 +144,8 @@ _TABLE: tuple[CodeInfo, ...] = (
     CodeInfo("IL504", "unreachable-step", _W, "a step no path reaches from the start step"),
     CodeInfo("IL505", "shadowed-guard", _W, "a guard that never matches because an earlier guard always does"),
     CodeInfo("IL506", "restart-loop", _W, "`auto_start_agent` under `on_agent_error` restarts the failed agent forever"),
+    CodeInfo("IL507", "approval-dead-end", _W, "a `requires_approval` move to a step without `manual_move`: nobody "
+                                               "can make it"),
 )
 
 CODES: dict[str, CodeInfo] = {info.code: info for info in _TABLE}
@@ -153,8 +163,22 @@ def make(
 ) -> Diagnostic:
     """Build a diagnostic from its kebab name; the code and severity come from the registry."""
     info = _BY_NAME[name]
+    if not message.isascii() or (help is not None and not help.isascii()) or notes:
+        # A message quoting the user's text (an operation placeholder, a map key) could carry
+        # a NUL or a lone surrogate, which no terminal, JSON or SARIF writer can print.
+        message = printable(message)
+        help = None if help is None else printable(help)
+        notes = tuple(printable(n) for n in notes)
     return construct(Diagnostic, {"code": info.code, "name": info.name, "severity": info.severity, "span": span,
                                   "message": message, "labels": labels, "notes": notes, "help": help})
+
+
+_UNPRINTABLE = re.compile(r"[\x00\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """`text` with NUL characters and lone surrogates written as `\\uXXXX` escapes."""
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def label(span: Span, message: str) -> Label:

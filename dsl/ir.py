@@ -84,6 +84,7 @@ class MapEntry(Node):
     kind: Literal["map_entry"] = "map_entry"
     key: str
     value: "Value"
+    key_span: Span | None = None  # the key as written (a duplicate key is reported there)
 
 
 class MapValue(Node):

@@ -51,8 +51,14 @@ def unescape(body: str) -> tuple[str, int | None]:
             out.append(_ESCAPES[nxt])
             i += 2
         elif nxt == "u" and i + 6 <= n and all(ch in "0123456789abcdefABCDEF" for ch in body[i + 2:i + 6]):
-            out.append(chr(int(body[i + 2:i + 6], 16)))
+            code = int(body[i + 2:i + 6], 16)
             i += 6
+            low = body[i + 2:i + 6] if 0xD800 <= code <= 0xDBFF and body.startswith("\\u", i) else ""
+            if len(low) == 4 and all(ch in "0123456789abcdefABCDEF" for ch in low) and 0xDC00 <= int(low, 16) <= 0xDFFF:
+                # a surrogate pair, as JSON writes a character beyond U+FFFF: one character
+                code = 0x10000 + ((code - 0xD800) << 10) + (int(low, 16) - 0xDC00)
+                i += 6
+            out.append(chr(code))
         else:
             return "".join(out), i
     return "".join(out), None
@@ -373,7 +379,7 @@ class Lowering:
         key, value = c
         text = self.strlit(key).value if key.type == "STRING" else str(key)
         return construct(ir.MapEntry, {"span": self.cover(key, value), "kind": "map_entry", "key": text,
-                                       "value": value})
+                                       "value": value, "key_span": self.tspan(key)})
 
     # ---- dispatch sequences --------------------------------------------------------------
     def dispatch_decl(self, c: list[Any]) -> ir.DispatchDecl:

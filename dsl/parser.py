@@ -12,8 +12,10 @@ instead of a hang or a traceback.
 from __future__ import annotations
 
 import copyreg
+import os
 import pickle
 import re
+import stat
 import sys
 import threading
 from collections.abc import Iterator
@@ -539,21 +541,58 @@ def _file_start(name: str) -> Span:
 
 def read_limited(path: Path, limits: Limits = DEFAULT_LIMITS, *,
                  name: str | None = None) -> tuple[SourceFile | None, list[Diagnostic]]:
-    """Read a file as a `SourceFile`, or explain why it cannot be one (size, encoding, I/O).
+    """Read a file as a `SourceFile`, or explain why it cannot be one (type, size, encoding, I/O).
 
     `name` is what the source and its diagnostics are called (default: the path as given).
+    Only a regular file is read: a FIFO would block forever and a device (`/dev/zero`)
+    never ends, so the type is checked before the file is opened, and again on the open
+    descriptor (opened non-blocking) in case the path changed in between.
     """
-    name = str(path) if name is None else name
+    name = display_name(path) if name is None else name
     where = _file_start(name)
     try:
-        size = path.stat().st_size
-        if size > limits.max_bytes:
-            return None, [make("file-too-large", where,
-                               f"file is {size} bytes; the limit is {limits.max_bytes} bytes")]
-        data = path.read_bytes()
+        refused = not_regular(os.stat(path))
+        if refused is None:
+            fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS)
+            with os.fdopen(fd, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                refused = not_regular(st)
+                if refused is None:
+                    if st.st_size > limits.max_bytes:
+                        return None, [_too_large(where, st.st_size, limits)]
+                    data = fh.read(limits.max_bytes + 1)  # the file may have grown since
     except OSError as exc:
         return None, [make("file-unreadable", where, f"cannot read file: {exc.strerror or exc}")]
+    if refused is not None:
+        return None, [make("file-unreadable", where, f"cannot read file: it is {refused}, not a regular file",
+                           help="`.wf` sources are regular files")]
     return decode(name, data, limits)
+
+
+def _too_large(where: Span, size: int, limits: Limits) -> Diagnostic:
+    return make("file-too-large", where, f"file is {size} bytes; the limit is {limits.max_bytes} bytes")
+
+
+# non-blocking: opening a FIFO nobody writes to returns at once instead of waiting for a writer
+_OPEN_FLAGS = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_FILE_TYPES = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def not_regular(st: os.stat_result) -> str | None:
+    """What a non-regular file is ("a FIFO (named pipe)"), or None for a regular file."""
+    if stat.S_ISREG(st.st_mode):
+        return None
+    return next((what for test, what in _FILE_TYPES if test(st.st_mode)), "a special file")
+
+
+def display_name(path: Path | str) -> str:
+    """A path as diagnostics and plans show it: bytes of a file name that are not UTF-8 (which
+    Python keeps as lone surrogates, and no store or JSON encoder can keep) as `\\xNN`."""
+    text = str(path)
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def decode(name: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[SourceFile | None, list[Diagnostic]]:

@@ -8,12 +8,13 @@ from interlock.dsl import Diagnostic
 
 from ..context import Context
 from .analyse import analyse
+from .literals import literals
 from .resolve import resolve
 from .typecheck import typecheck
 from .validate import validate
 
-__all__ = ["PASSES", "Pass", "resolve", "typecheck", "validate", "analyse"]
+__all__ = ["PASSES", "Pass", "resolve", "literals", "typecheck", "validate", "analyse"]
 
 Pass = Callable[[Context], list[Diagnostic]]
 
-PASSES: tuple[Pass, ...] = (resolve, typecheck, validate, analyse)
+PASSES: tuple[Pass, ...] = (resolve, literals, typecheck, validate, analyse)

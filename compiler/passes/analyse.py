@@ -1,8 +1,9 @@
 """Checked declarations in, warnings out: things that are legal but can never do what they say.
 
 Transitions that can never fire, moves past either end, self-transitions, steps no path
-reaches, dispatch guards shadowed by an earlier always-matching guard, and the unbounded
-restart loop of `auto_start_agent` under `on_agent_error`.
+reaches, dispatch guards shadowed by an earlier always-matching guard, the unbounded
+restart loop of `auto_start_agent` under `on_agent_error`, and `requires_approval` moves
+to a step nobody may move a task into by hand.
 """
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ def analyse(ctx: Context) -> list[Diagnostic]:
             continue
         order = StepOrder(wf)
         edges: dict[str, set[str]] = {s.name.name: set() for s in wf.steps}
+        by_id: dict[str, ir.StepDecl] = {}
+        for s in wf.steps:
+            by_id.setdefault(s.name.name, s)
+        manual = {sid for sid, s in by_id.items() if any(f.name == "manual_move" for f in s.flags)}
         for step in wf.steps:
             for handler in step.handlers:
                 unguarded: ir.ActionCall | None = None
@@ -95,6 +100,12 @@ def analyse(ctx: Context) -> list[Diagnostic]:
                                         f"`{step.name.name}` moves to itself: the task stays, nothing enters"))
                     if target is not None and target in edges:
                         edges[step.name.name].add(target)
+                        if action.requires_approval is not None and target not in manual:
+                            out.append(make("approval-dead-end", action.requires_approval,
+                                            f"`requires_approval` waits for a person to move the task to `{target}`, "
+                                            f"but `{target}` has no `manual_move`, so nobody can",
+                                            labels=(label(by_id[target].name.span, "no `manual_move` here"),),
+                                            help=f"add `manual_move` to step `{target}`, or drop `requires_approval`"))
                     if action.guard is None and action.requires_approval is None and unguarded is None:
                         unguarded = action
             for s in step.settings:

@@ -3,7 +3,8 @@
 Covers: duplicate steps, positions, attributes and handlers; exactly one start step;
 `pull_from` cycles; kinds declared on a trigger they do not allow; guards on
 non-transitions; the entry policy's exactly-one-list rule; one entry trigger; dispatch
-block shape (one event, unique guards and messages, one block per trigger, exact payload).
+block shape (one event, unique guards and messages, one block per trigger, exact payload);
+record field names the runtime reserves (a leading `_`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,23 @@ def validate(ctx: Context) -> list[Diagnostic]:
         _workflow(wf, ctx.symbols, out)
     _entry_policy(ctx, out)
     _dispatch_blocks(ctx, out)
+    _record_fields(ctx, out)
     return out
+
+
+def _record_fields(ctx: Context, out: list[Diagnostic]) -> None:
+    # the runtime stores its own bookkeeping beside a record's fields under names starting with `_`
+    for decl in ctx.user_decls():
+        if isinstance(decl, ir.RecordDecl):
+            for f in decl.fields:
+                if f.name.name.startswith("_"):
+                    plain = f.name.name.lstrip("_")
+                    fix = (f"rename it, e.g. `{plain}`" if plain and plain[0].isalpha()
+                           else "give it a name that does not start with `_`")
+                    out.append(make("reserved-field-name", f.name.span,
+                                    f"field `{f.name.name}` of record `{decl.name.name}` starts with `_`; names "
+                                    "starting with `_` are reserved for the runtime",
+                                    help=fix))
 
 
 def step_position(step: ir.StepDecl, index: int) -> int:
