@@ -600,9 +600,14 @@ def decode(name: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[Sou
     where = _file_start(name)
     if len(data) > limits.max_bytes:
         return None, [make("file-too-large", where, f"input exceeds the limit of {limits.max_bytes} bytes")]
-    if b"\x00" in data:
-        return None, [make("not-text", where, "file is binary (it contains NUL bytes)",
-                           help="`interlock check` reads UTF-8 `.wf` text files")]
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        # pointed at the first NUL, so that one stray NUL in a text file can be found
+        src = SourceFile(name, data[:nul].decode("utf-8", "replace"))
+        at = src.span(len(src.text), len(src.text) + 1)
+        return None, [make("not-text", at, "file is binary (it contains NUL bytes)",
+                           labels=(label(at, "first NUL byte"),),
+                           help="`interlock check` reads UTF-8 `.wf` text files, and a NUL has no place in one")]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
