@@ -88,6 +88,10 @@ _TABLE: tuple[CodeInfo, ...] = (
     CodeInfo("IL011", "unsafe-module", _E, "`use NAME` leads outside the using file's folder, or to something that "
                                            "is not a regular file"),
     CodeInfo("IL012", "use-cycle", _E, "`use` lines that lead back to a file already being loaded"),
+    CodeInfo("IL013", "misplaced-guard", _E, "`when quorum(…)` before its transition, after `requires_approval`, "
+                                             "twice, or two quorums joined with `and`"),
+    CodeInfo("IL014", "misplaced-entry-block", _E, "an `entry { … }` block inside a workflow or step"),
+    CodeInfo("IL015", "missing-comma", _E, "two items of a list (arguments, parameters, values) without a `,`"),
     # -- names ------------------------------------------------------------------
     CodeInfo("IL101", "unknown-action-kind", _E, "an action names no declared kind"),
     CodeInfo("IL102", "unknown-parameter", _E, "a named argument the kind does not declare"),

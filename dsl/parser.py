@@ -323,6 +323,30 @@ def _token_word(token: Token) -> str:
     return f"`{text}`"
 
 
+_ITEM_START = frozenset({"NAME", "STRING", "INT", "TRUE", "FALSE", "LSQB", "LBRACE"})
+_LAST_TOKEN = re.compile(r'("[^"\n]*"|[^\s,(\[{]+)\s*$')
+
+
+def _known_mistake(source: SourceFile, token: Token, span: Span, expected: set[str]) -> Diagnostic | None:
+    """A syntax error that is a common, recognisable slip, explained with its fix (or None)."""
+    if token.type == "ENTRY_OPEN" and "ENTRY_OPEN" not in expected:
+        where = "a step" if "START" in expected or "MANUAL_MOVE" in expected else \
+            "a workflow" if "HIDDEN" in expected or "STEP" in expected else "another block"
+        return make("misplaced-entry-block", span, f"an `entry {{ … }}` block inside {where}: entry blocks are "
+                    "top-level declarations",
+                    help="move the block out, before or after the workflow: the entry policy holds for every workflow")
+    if token.type in _ITEM_START and "COMMA" in expected and (expected & _CLOSERS or len(expected) == 1):
+        before = _LAST_TOKEN.search(source.text, max(0, (token.start_pos or 0) - 200), token.start_pos or 0)
+        previous = before.group(1) if before is not None else ""
+        if len(previous) > 30:
+            previous = previous[:27] + "..."
+        between = f" between `{previous}` and {_token_word(token)}" if previous else f" before {_token_word(token)}"
+        return make("missing-comma", span, f"missing `,`{between}",
+                    help=f"separate the items with a comma: `{previous}, {str(token)[:30]}`" if previous
+                    else "separate the items with a comma")
+    return None
+
+
 def _syntax_diagnostic(source: SourceFile, exc: UnexpectedInput) -> Diagnostic:
     if isinstance(exc, UnexpectedToken):
         token = exc.token
@@ -332,6 +356,9 @@ def _syntax_diagnostic(source: SourceFile, exc: UnexpectedInput) -> Diagnostic:
         else:
             start = token.start_pos or 0
             span = source.span(start, token.end_pos if token.end_pos is not None else start + len(str(token)))
+        special = _known_mistake(source, token, span, exc.expected)
+        if special is not None:
+            return special
         wanted, closers = describe_expected(exc.expected)
         help_text = f"or {_join(closers)} to close the block" if closers else None
         return make("syntax-error", span, f"unexpected {_token_word(token)}: expected {wanted}", help=help_text)

@@ -1,9 +1,9 @@
-"""Names in, diagnostics out: every trigger, kind, record, type, role, threshold, stage and
+"""Names in, diagnostics out (and guards written where the parser reads them as actions): every trigger, kind, record, type, role, threshold, stage and
 `pull_from` step a user file mentions must be declared (argument values are typecheck's)."""
 
 from __future__ import annotations
 
-from interlock.dsl import Diagnostic, ir
+from interlock.dsl import Diagnostic, Span, ir
 from interlock.dsl.diagnostics import make
 
 from ..context import Context
@@ -75,7 +75,10 @@ def resolve(ctx: Context) -> list[Diagnostic]:
                                         f"`{decl.name.name}`", help=suggest(value.name, step_ids)))
                 for handler in step.handlers:
                     trigger(handler.trigger)
-                    for action in handler.actions:
+                    consumed = misplaced_guards(handler, ctx, out)
+                    for index, action in enumerate(handler.actions):
+                        if index in consumed:
+                            continue
                         if action.name.name not in sym.kinds:
                             out.append(make("unknown-action-kind", action.name.span,
                                             f"unknown action kind `{action.name.name}`",
@@ -93,6 +96,57 @@ def resolve(ctx: Context) -> list[Diagnostic]:
                                     f"unknown record `{item.loader.name}`: a load reads a declared record",
                                     help=suggest(item.loader.name, sym.records)))
     return out
+
+
+def _text(node: ir.Node | Span, ctx: Context) -> str:
+    """The source text of a one-line node, as written."""
+    span = node if isinstance(node, Span) else node.span
+    source = ctx.program.sources.get(span.file)
+    if source is None or span.line != span.end_line:
+        return "…"
+    text = source.line_text(span.line)[span.col - 1:span.end_col - 1]
+    return text + ")" * (text.count("(") - text.count(")"))  # spans end at the last argument, not at `)`
+
+
+def misplaced_guards(handler: ir.Handler, ctx: Context, out: list[Diagnostic]) -> set[int]:
+    """Guards written in the wrong place, which the parser reads as actions named `when`, `and`
+    or `or` followed by an action `quorum(…)`: `when quorum(…)` before its transition, after
+    `requires_approval`, or twice, and two quorums joined with `and`/`or`.  Reports each as
+    one `misplaced-guard` and returns the positions of the actions it explains."""
+    actions = handler.actions
+    consumed: set[int] = set()
+    for i, word in enumerate(actions):
+        if word.name.name not in ("when", "and", "or") or word.has_parens or i + 1 >= len(actions):
+            continue
+        quorum = actions[i + 1]
+        if quorum.name.name != "quorum" or not quorum.has_parens or word.name.name in ctx.symbols.kinds:
+            continue
+        guard = _text(quorum.span, ctx)
+        span = word.span.merge(quorum.span)
+        before = actions[i - 1] if i > 0 and i - 1 not in consumed else None
+        after = actions[i + 2] if i + 2 < len(actions) else None
+        if word.name.name != "when":
+            if before is None or before.guard is None:
+                continue
+            first = _text(before.guard, ctx)
+            out.append(make("misplaced-guard", span, f"`{word.name.name}` cannot join two quorum guards: a transition "
+                            "takes one `when quorum(…)`",
+                            help=f"move to a step of its own `when {first}`, and from that step on `when {guard}`"))
+        elif before is not None and before.guard is not None:
+            out.append(make("misplaced-guard", span, f"`{_text(before.name, ctx)}` already has a guard: a transition "
+                            "takes one `when quorum(…)`",
+                            help="keep one guard, or move to a step of its own and guard the next move there"))
+        elif before is not None and before.requires_approval is not None:
+            move = _text(before.span.merge(before.requires_approval), ctx)
+            fixed = move.replace(" requires_approval", "").rstrip()
+            out.append(make("misplaced-guard", span, "`requires_approval` is written before `when quorum(…)`; the "
+                            "guard comes first", help=f"write `{fixed} when {guard} requires_approval`"))
+        else:
+            target = _text(after.span, ctx) if after is not None else "move_to_step(STEP)"
+            out.append(make("misplaced-guard", span, "`when quorum(…)` is written before the transition it guards; "
+                            "it follows the transition", help=f"write `{target} when {guard}`"))
+        consumed.update((i, i + 1))
+    return consumed
 
 
 def _guard(guard: ir.QuorumGuard, ctx: Context, out: list[Diagnostic]) -> None:

@@ -13,7 +13,7 @@ from interlock.dsl import Diagnostic, Span, ir
 from interlock.dsl.diagnostics import label, make
 
 from ..context import Context
-from ..symbols import Symbols, listing
+from ..symbols import listing
 
 __all__ = ["validate"]
 
@@ -21,7 +21,7 @@ __all__ = ["validate"]
 def validate(ctx: Context) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for wf in ctx.workflows():
-        _workflow(wf, ctx.symbols, out)
+        _workflow(wf, ctx, out)
     _entry_policy(ctx, out)
     _dispatch_blocks(ctx, out)
     _record_fields(ctx, out)
@@ -50,7 +50,7 @@ def step_position(step: ir.StepDecl, index: int) -> int:
     return index
 
 
-def _workflow(wf: ir.WorkflowDecl, sym: Symbols, out: list[Diagnostic]) -> None:
+def _workflow(wf: ir.WorkflowDecl, ctx: Context, out: list[Diagnostic]) -> None:
     if not wf.steps:
         out.append(make("empty-workflow", wf.name.span, f"workflow `{wf.name.name}` has no steps",
                         help='declare at least one step: `step work "Work" { start }`'))
@@ -78,7 +78,7 @@ def _workflow(wf: ir.WorkflowDecl, sym: Symbols, out: list[Diagnostic]) -> None:
         if any(f.name == "start" for f in step.flags):
             starts.append(step)
         _attributes(step, out)
-        _handlers(wf, step, sym, out)
+        _handlers(wf, step, ctx, out)
     if not starts:
         out.append(make("start-step-count", wf.name.span, f"workflow `{wf.name.name}` has no start step",
                         help="mark the step new tasks begin in with `start`"))
@@ -113,7 +113,8 @@ def _attributes(step: ir.StepDecl, out: list[Diagnostic]) -> None:
             out.append(make("pull-from-cycle", attr.value.span, f"step `{step.name.name}` pulls from itself"))
 
 
-def _handlers(wf: ir.WorkflowDecl, step: ir.StepDecl, sym: Symbols, out: list[Diagnostic]) -> None:
+def _handlers(wf: ir.WorkflowDecl, step: ir.StepDecl, ctx: Context, out: list[Diagnostic]) -> None:
+    sym = ctx.symbols
     entry = sym.entry_trigger
     seen: dict[str, ir.Handler] = {}
     for handler in step.handlers:
@@ -141,7 +142,8 @@ def _handlers(wf: ir.WorkflowDecl, step: ir.StepDecl, sym: Symbols, out: list[Di
                 out.append(make("kind-not-allowed-on-trigger", action.name.span,
                                 f"`{kind.name.name}` may not be declared on `{trig}`",
                                 labels=(label(kind.name.span, "kind declared here"),),
-                                notes=(f"`{kind.name.name}` may be declared on {allowed}",)))
+                                notes=(f"`{kind.name.name}` may be declared on {allowed}",),
+                                help=_own_transition_help(wf, step, action, kind, sym.triggers[trig], ctx)))
             if kind.action_class != "transition":
                 if action.guard is not None:
                     out.append(make("guard-on-non-transition", action.guard.span,
@@ -150,6 +152,19 @@ def _handlers(wf: ir.WorkflowDecl, step: ir.StepDecl, sym: Symbols, out: list[Di
                 if action.requires_approval is not None:
                     out.append(make("guard-on-non-transition", action.requires_approval,
                                     f"`requires_approval` on `{kind.name.name}`, which is not a transition"))
+
+
+def _own_transition_help(wf: ir.WorkflowDecl, step: ir.StepDecl, action: ir.ActionCall, kind: ir.ActionKindDecl,
+                         trigger: ir.TriggerDecl, ctx: Context) -> str | None:
+    """For a prelude transition on a trigger of the user's own: how to declare a transition for it."""
+    if kind.action_class != "transition" or ctx.is_user(kind) or not ctx.is_user(trigger):
+        return None
+    from .analyse import StepOrder, transition_target  # analyse imports this module
+
+    target = transition_target(StepOrder(wf), step, action) or "STEP"
+    name = f"move_on_{trigger.name.name.removeprefix('on_')}"
+    return (f"the prelude's transitions are not declared on your trigger `{trigger.name.name}`; declare one that is: "
+            f"`transition {name}(step: step) on {trigger.name.name}`, and write `{name}({target})`")
 
 
 def _pull_cycles(wf: ir.WorkflowDecl, out: list[Diagnostic]) -> None:
