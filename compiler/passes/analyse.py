@@ -67,9 +67,9 @@ def analyse(ctx: Context) -> list[Diagnostic]:
         order = StepOrder(wf)
         edges: dict[str, set[str]] = {s.name.name: set() for s in wf.steps}
         by_id: dict[str, ir.StepDecl] = {}
-        for s in wf.steps:
-            by_id.setdefault(s.name.name, s)
-        manual = {sid for sid, s in by_id.items() if any(f.name == "manual_move" for f in s.flags)}
+        for decl in wf.steps:
+            by_id.setdefault(decl.name.name, decl)
+        by_hand = {sid for sid, decl in by_id.items() if any(f.name == "manual_move" for f in decl.flags)}
         for step in wf.steps:
             for handler in step.handlers:
                 unguarded: ir.ActionCall | None = None
@@ -100,7 +100,7 @@ def analyse(ctx: Context) -> list[Diagnostic]:
                                         f"`{step.name.name}` moves to itself: the task stays, nothing enters"))
                     if target is not None and target in edges:
                         edges[step.name.name].add(target)
-                        if action.requires_approval is not None and target not in manual:
+                        if action.requires_approval is not None and target not in by_hand:
                             out.append(make("approval-dead-end", action.requires_approval,
                                             f"`requires_approval` waits for a person to move the task to `{target}`, "
                                             f"but `{target}` has no `manual_move`, so nobody can",
