@@ -228,7 +228,8 @@ GENERIC = ["on_comment", "on_blocker_resolved", "on_children_completed", "on_app
            "on_heartbeat", "on_budget_alert", "on_agent_error"]
 THRESHOLDS = ["all_approve", "all_decide", "majority_approve", "any_reject"]
 STR_FIELDS = ["task_id", "session_id", "execution_id", "agent_profile_id", "error_message"]
-plain_text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12)
+plain_text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"], exclude_characters="\x00"), max_size=12)
+"""Text a store can keep: no lone surrogate (`Cs`), no NUL (both are compile errors, IL010)."""
 
 
 def q(text: str) -> str:
@@ -237,11 +238,18 @@ def q(text: str) -> str:
 
 
 text_lit = plain_text.map(q)
+
+
+def _key(written: str) -> str:
+    """The key a map entry names: a name as written, a string literal by its value (a key given twice, however
+    written, is an error: valid programs never repeat one)."""
+    return str(json.loads(written)) if written.startswith('"') else written
 literal_values: st.SearchStrategy[str] = st.recursive(
     st.one_of(text_lit, st.integers(INT_MIN, INT_MAX).map(str), st.sampled_from(["true", "false"])),
     lambda inner: st.one_of(
         st.lists(inner, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"),
-        st.lists(st.tuples(st.one_of(names.filter(lambda n: n not in KEYWORDS), text_lit), inner), max_size=3).map(
+        st.lists(st.tuples(st.one_of(names.filter(lambda n: n not in KEYWORDS), text_lit), inner), max_size=3,
+                 unique_by=lambda e: _key(e[0])).map(
             lambda es: "{" + ", ".join(f"{k}: {v}" for k, v in es) + "}"),
         # nested names and calls are fine inside an `any` value
         st.lists(st.one_of(inner, st.sampled_from(["primary", "n_approve(2)", "a.b"])), max_size=2).map(
@@ -249,7 +257,7 @@ literal_values: st.SearchStrategy[str] = st.recursive(
     ),
     max_leaves=6,
 )
-map_lits = st.lists(st.tuples(text_lit, literal_values), max_size=3).map(
+map_lits = st.lists(st.tuples(text_lit, literal_values), max_size=3, unique_by=lambda e: _key(e[0])).map(
     lambda es: "{" + ", ".join(f"{k}: {v}" for k, v in es) + "}")
 
 
