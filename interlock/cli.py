@@ -142,7 +142,9 @@ def _collect(paths: Sequence[str]) -> list[str]:
             continue
         path = Path(raw)
         if path.is_dir():
-            files = [str(p) for p in sorted(p for p in path.rglob("*.wf") if p.is_file() and not any(
+            # every `*.wf` but folders: a FIFO, a device or a dangling link is reported by the reader (IL008),
+            # never dropped in silence
+            files = [str(p) for p in sorted(p for p in path.rglob("*.wf") if not p.is_dir() and not any(
                 part.startswith(".") for part in p.relative_to(path).parts))]
             if not files:
                 raise UsageError(f"no .wf files under {_short(raw)}")

@@ -164,3 +164,14 @@ def test_the_table_is_never_cut_when_piped(tmp_path: Path) -> None:
     assert "reason=a reason long enough to be folded" in effect
     [summary] = [line for line in proc.stdout.splitlines() if " summary " in line]
     assert '"guard_skips":{}' in summary and summary.rstrip().endswith("}")
+
+
+def test_a_folder_with_a_fifo_or_a_dangling_link_named_wf_reports_them(tmp_path: Path) -> None:
+    """They were skipped in silence when a folder was checked."""
+    (tmp_path / "ok.wf").write_text('workflow w "W" { step a "A" { start } }\n', encoding="utf-8")
+    os.mkfifo(tmp_path / "pipe.wf")
+    (tmp_path / "gone.wf").symlink_to(tmp_path / "nowhere.wf")
+    proc = cli("check", "--format", "concise", str(tmp_path))
+    assert proc.returncode == 1
+    text = proc.stdout + proc.stderr
+    assert "pipe.wf" in text and "FIFO" in text and "gone.wf" in text and "Traceback" not in text
