@@ -1,4 +1,4 @@
-"""Type references and values in, compatibility verdicts out: the type rules of LANGUAGE.md §1.
+"""Type references and values in, compatibility verdicts out: the type rules of docs/language.md §2.
 
 Types are kept as `ir.TypeRef`; this module answers "is this type known", "does this
 literal fit this type" and "what is the type of this field path".
