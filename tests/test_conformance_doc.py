@@ -20,7 +20,8 @@ AGENT_ERROR = ([f"AC-A{n}" for n in range(1, 12)] + [f"AC-B{n}" for n in range(1
                + [f"AC-E{n}" for n in range(1, 15)] + [f"AC-F{n}" for n in range(1, 10)])
 
 CONTRACT = ["C-EXIT-1", "C-EXIT-2", "C-EXIT-3", "C-DECIDE-1", "C-DECIDE-2", "C-OP-1", "C-OP-2", "C-OP-3",
-            "C-STORE-1", "C-FAULT-1", "C-BOUNDARY-1"]
+            "C-STORE-1", "C-FAULT-1", "C-BOUNDARY-1", "C-LANG-1", "C-LANG-2", "C-LANG-3", "C-LANG-4", "C-LANG-5",
+            "C-LANG-6", "C-SIM-1", "C-SIM-2"]
 """This round's contract sentences (the page's `C-` rows)."""
 
 REF = re.compile(r"`(tests/[\w/]+\.py)::(\w+)(?:\[([^\]`]*)\])?`")
