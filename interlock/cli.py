@@ -108,6 +108,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     cur.add_argument("--url", required=True, help=url_help)
     parsers = {"check": check, "compile": comp, "simulate": sim, "test": test, "db": db,
                "db upgrade": up, "db current": cur}
+    from .tools import add_parsers
+
+    add_parsers(sub, parsers)
     return parser, parsers
 
 
@@ -339,6 +342,10 @@ def main(argv: Sequence[str] | None = None, *, one_shot: bool = False) -> int:
             if one_shot:
                 _import_front_end()
             return (_check if args.command == "check" else _compile)(args)
+        from .tools import TOOLS, tool
+
+        if args.command in TOOLS:
+            return int(tool(args.command).run(args))
         from . import commands
 
         handlers = {"simulate": commands.simulate, "test": commands.test, "db": commands.db}
