@@ -1,0 +1,70 @@
+"""`interlock schema plan|scenario [-o FILE]`: the JSON Schema (2020-12) of the plan or of the scenario format.
+
+The schema is generated from the runtime's models each time (`interlock.schemas`); the output is
+deterministic, so the copies committed under `schemas/` can be compared with a fresh one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["HELP", "DESCRIPTION", "EPILOG", "add_arguments", "run"]
+
+HELP = "print the JSON Schema of the plan or of the scenario format"
+DESCRIPTION = """\
+Print the JSON Schema (draft 2020-12) of a plan (what `interlock compile` writes) or of a scenario
+file (what `interlock simulate` and `interlock test` read), to standard output or -o FILE.
+The output is deterministic (sorted keys, two-space indent): the copies in the repository's
+schemas/ folder are regenerated with
+
+  interlock schema plan -o schemas/plan.schema.json
+  interlock schema scenario -o schemas/scenario.schema.json
+
+Editors give completion for scenario files with a first line such as
+  # yaml-language-server: $schema=../../schemas/scenario.schema.json
+(docs/schema.md)."""
+EPILOG = ("Exit status: 0 written; 2 usage error (an unknown schema name, -o into a missing folder or onto a "
+          "folder) or internal error.")
+
+_NAMES = ("plan", "scenario")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", choices=_NAMES, metavar="plan|scenario",
+                        help="which schema: `plan` (compiled plans) or `scenario` (simulator scenarios)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the schema to this file, replacing it (default, or `-`: standard output)")
+
+
+def _target(raw: str) -> Path:
+    """Where -o writes, refused before anything is written when it cannot be written there."""
+    from interlock.cli import UsageError
+
+    target = Path(raw)
+    if target.is_dir():
+        raise UsageError(f"-o {raw}: is a folder: give the schema's file name (e.g. {raw}/plan.schema.json)")
+    parent = target.parent
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "does not exist"
+        raise UsageError(f"-o {raw}: the folder {parent} {what}: create it first")
+    return target
+
+
+def run(args: argparse.Namespace) -> int:
+    from interlock.schemas import render
+
+    target = _target(args.output) if args.output and args.output != "-" else None
+    text = render(args.name)
+    if target is None:
+        sys.stdout.write(text)
+        return 0
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8", newline="\n")
+        tmp.replace(target)  # atomic: a reader never sees half a schema
+    finally:
+        tmp.unlink(missing_ok=True)
+    return 0
