@@ -210,13 +210,13 @@ def _tasks(conn: Connection, imp: _Impact) -> list[Stranded]:
     rows: list[tuple[str, str | None, str | None]] = []
     for part in _chunks(workflows):
         rows.extend(conn.execute(sa.select(t.c.id, t.c.workflow_id, t.c.step_id)
-                                 .where(t.c.archived == sa.false(), t.c.workflow_id.in_(part))).tuples())
+                                 .where(t.c.archived == sa.false(), t.c.workflow_id.in_(part))))
     # tasks only the ledger knows (a host keeping its own tasks table, ADR 0007): where the latest row put them
     latest = sa.select(sa.func.max(lg.c.id)).group_by(lg.c.task_id).scalar_subquery()
     known = sa.select(t.c.id).scalar_subquery()
     rows.extend(conn.execute(sa.select(lg.c.task_id, lg.c.to_workflow_id, lg.c.to_step_id)
                              .where(lg.c.id.in_(latest), lg.c.task_id.not_in(known),
-                                    lg.c.to_workflow_id.in_(workflows))).tuples())
+                                    lg.c.to_workflow_id.in_(workflows))))
     out: list[Stranded] = []
     for task_id, workflow, step in rows:
         if workflow is None or step is None:
@@ -238,7 +238,7 @@ def _entries(conn: Connection, old: Plan, imp: _Impact) -> list[Stranded]:
         sa.select(lg.c.id, lg.c.task_id, lg.c.to_workflow_id, lg.c.to_step_id, lg.c.entry_recorded_at.is_(None))
         .where(lg.c.to_step_id.is_not(None), lg.c.to_workflow_id.in_(workflows),
                sa.or_(lg.c.entry_recorded_at.is_(None), lg.c.id.in_(pending)))
-        .order_by(lg.c.id)).tuples())
+        .order_by(lg.c.id)))
     markers: dict[int, dict[int, tuple[str, str]]] = {}
     for part in _chunks([r[0] for r in rows]):
         for entry_id, position, kind, state in conn.execute(
@@ -251,33 +251,34 @@ def _entries(conn: Connection, old: Plan, imp: _Impact) -> list[Stranded]:
         if step is None:
             continue  # a step the old plan does not know: not this change's doing
         marks = markers.get(int(entry_id), {})
-        remaining: list[str] = [kind for kind, state in marks.values() if state == "in_progress"]
+        remaining: list[str] = [kind for _pos, (kind, state) in sorted(marks.items()) if state == "in_progress"]
         if unrecorded:
             remaining = [a.kind for a in step.entry_dispatch
                          if marks.get(a.position, ("", "in_progress"))[1] == "in_progress"]
         where = f"entry {entry_id} of task `{task_id}` into `{workflow}.{step_id}`"
         if (workflow, step_id) in imp.removed_steps:
-            out.append(Stranded("entry_step_removed", task_id, workflow, step_id,
-                                f"{where} is still in progress and its step no longer exists", int(entry_id),
-                                kinds=tuple(remaining)))
+            if remaining:
+                out.append(Stranded("entry_step_removed", task_id, workflow, step_id,
+                                    f"{where} is still in progress ({_kinds(remaining)} left to run) and its step no "
+                                    "longer exists", int(entry_id), kinds=tuple(remaining)))
             continue
         removed = tuple(k for k in remaining if k in imp.removed_kinds)
         excluded = tuple(k for k in remaining if k in imp.excluded_kinds)
         if removed:
             out.append(Stranded("entry_kind_removed", task_id, workflow, step_id,
-                                f"{where} is still in progress; its remaining {_kinds(removed)} no longer "
-                                "dispatched (removed)", int(entry_id), kinds=removed))
+                                f"{where} is still in progress; {_kinds(removed)} left to run, no longer dispatched "
+                                "(removed)", int(entry_id), kinds=removed))
         if excluded:
             out.append(Stranded("entry_kind_excluded", task_id, workflow, step_id,
-                                f"{where} is still in progress; its remaining {_kinds(excluded)} moved to "
-                                "`exclude`: the runtime will not dispatch them and no arriving session will run "
-                                "them", int(entry_id), kinds=excluded))
+                                f"{where} is still in progress; {_kinds(excluded)} left to run, moved to `exclude`: "
+                                "the runtime no longer dispatches it and no arriving session will run it now",
+                                int(entry_id), kinds=excluded))
     return out
 
 
 def _kinds(kinds: Sequence[str]) -> str:
     names = ", ".join(f"`{k}`" for k in kinds)
-    return f"kind {names} is" if len(kinds) == 1 else f"kinds {names} are"
+    return f"kind {names}" if len(kinds) == 1 else f"kinds {names}"
 
 
 def _roles(conn: Connection, imp: _Impact) -> list[Stranded]:
@@ -288,14 +289,14 @@ def _roles(conn: Connection, imp: _Impact) -> list[Stranded]:
     out: list[Stranded] = []
     for task_id, workflow, step, role, agent in conn.execute(
             sa.select(p.c.task_id, p.c.workflow_id, p.c.step_id, p.c.role, p.c.agent)
-            .where(p.c.role.in_(roles)).order_by(p.c.id)).tuples():
+            .where(p.c.role.in_(roles)).order_by(p.c.id)):
         whose = f"task `{task_id}`" if task_id else "the step's template"
         out.append(Stranded("seat_role_removed", task_id or None, workflow or None, step,
                             f"seat of `{agent}` ({whose}, step `{step}`) has role `{role}`, which no longer exists",
                             role=role))
     for _id, task_id, step, role, decider_type, decider in conn.execute(
             sa.select(d.c.id, d.c.task_id, d.c.step_id, d.c.role, d.c.decider_type, d.c.decider_id)
-            .where(d.c.role.in_(roles), d.c.superseded_at.is_(None)).order_by(d.c.id)).tuples():
+            .where(d.c.role.in_(roles), d.c.superseded_at.is_(None)).order_by(d.c.id)):
         out.append(Stranded("decision_role_removed", task_id, None, step,
                             f"decision of {decider_type} `{decider}` on task `{task_id}` (step `{step}`) has role "
                             f"`{role}`, which no longer exists", role=role))
