@@ -84,15 +84,17 @@ def by_position(wf: PlanWorkflow) -> list[PlanStep]:
 
 
 def transitions(wf: PlanWorkflow) -> list[Edge]:
-    """Every transition of the workflow whose destination is one of its steps, in step, handler and action order.
+    """Every transition of the workflow whose destination is one of its steps, by step position, then handler and
+    action order.
 
     `move_to_next` / `move_to_previous` go to the next / previous step by position (none past either end);
     any other transition kind goes to the step its `step` argument names."""
-    order = [s.id for s in by_position(wf)]
+    steps = by_position(wf)
+    order = [s.id for s in steps]
     index = {sid: i for i, sid in reversed(list(enumerate(order)))}
     known = set(order)
     edges: list[Edge] = []
-    for step in wf.steps:
+    for step in steps:
         here = index[step.id]
         for trigger, actions in step.handlers.items():
             for action in actions:
@@ -114,7 +116,7 @@ def transitions(wf: PlanWorkflow) -> list[Edge]:
 def pulls(wf: PlanWorkflow) -> list[tuple[str, str]]:
     """`(source, puller)` for every step with a `pull_from` that names a step of the workflow."""
     known = {s.id for s in wf.steps}
-    return [(s.pull_from, s.id) for s in wf.steps if s.pull_from is not None and s.pull_from in known]
+    return [(s.pull_from, s.id) for s in by_position(wf) if s.pull_from is not None and s.pull_from in known]
 
 
 def select(plan: Plan, workflow: str | None) -> list[PlanWorkflow]:
