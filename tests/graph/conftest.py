@@ -29,8 +29,8 @@ INSTALL = "run .ci/run, or: apt-get install graphviz; npm ci --prefix .ci/node"
 def missing(what: str) -> None:
     """Skip (fail under CI=true) because `what` is not installed."""
     if os.environ.get("CI") == "true":
-        pytest.fail(f"{what} is not installed and CI=true requires it ({INSTALL})")
-    pytest.skip(f"{what} is not installed ({INSTALL})")
+        pytest.fail(f"not installed: {what}, and CI=true requires it ({INSTALL})")
+    pytest.skip(f"not installed: {what} ({INSTALL})")
 
 
 @pytest.fixture(scope="session")
