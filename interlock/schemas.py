@@ -129,10 +129,10 @@ def scenario_schema() -> dict[str, Any]:
     _, defs = _clean_all(raw["$defs"])
     root = defs.pop("Scenario")
     props = root["properties"]
-    for key, text in _SCENARIO_KEYS.items():
-        props[key]["description"] = text
     if set(props) != set(_SCENARIO_KEYS):
         raise RuntimeError(f"the scenario's keys changed ({sorted(props)}): describe them in interlock/schemas.py")
+    for key, text in _SCENARIO_KEYS.items():
+        props[key]["description"] = text
     host = sc.Scenario.model_fields["host"].get_default(call_default_factory=True)
     props["host"]["default"] = host
     # exactly one of `workflow` and `source` (a null one counts as not given)

@@ -308,3 +308,28 @@ def test_scenario_the_reader_accepts_is_valid(case: str) -> None:
     SCENARIO_ACCEPTED[case](data)
     parse_scenario(yaml.safe_dump(data))
     assert error_paths("scenario", copy.deepcopy(data)) == set()
+
+
+# Keywords draft-7 validators (yaml-language-server's) share with 2020-12, plus `$defs` (reached by JSON pointer).
+EDITOR_KEYWORDS = {"$schema", "$id", "$comment", "$defs", "$ref", "title", "description", "default", "type", "enum",
+                   "const", "properties", "additionalProperties", "required", "items", "minItems", "maxItems",
+                   "minProperties", "maxProperties", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                   "minLength", "maxLength", "pattern", "anyOf", "oneOf", "allOf", "not", "if", "then", "else"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_schema_uses_only_keywords_editors_understand(name: str) -> None:
+    def keywords(node: Any) -> set[str]:
+        if isinstance(node, list):
+            return set().union(*(keywords(v) for v in node)) if node else set()
+        if not isinstance(node, dict):
+            return set()
+        found = set(node)
+        for key, value in node.items():
+            if key in ("properties", "$defs"):
+                found |= set().union(*(keywords(v) for v in value.values())) if value else set()
+            elif key not in ("enum", "const", "default", "required"):
+                found |= keywords(value)
+        return found
+
+    assert keywords(schema(name)) - EDITOR_KEYWORDS == set()
