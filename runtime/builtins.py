@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import ActionFailed
 from .executors import ActionContext, Effect, ExecutorRegistry, StaticDirectory
-from .frozen import builder
 from .keys import operation_ident
 from .store import Participant, QueuedRun, Store
 
-_queued_run = builder(QueuedRun)  # the hot path's constructor (frozen.builder)
+_queued_run = QueuedRun
 
-__all__ = ["register_builtins", "BUILTIN_KINDS", "run_key", "merged_participants"]
+__all__ = ["register_builtins", "BUILTIN_KINDS", "QUEUEING_KINDS", "config_digest", "run_key", "merged_participants"]
 
 BUILTIN_KINDS = ("clear_decisions", "ensure_seats", "queue_run", "queue_run_for_each_participant")
 
@@ -33,27 +32,14 @@ def _store(ctx: ActionContext) -> Store:
     return ctx.store
 
 
-def _digest(kind: str, args: Mapping[str, Any]) -> str:
+QUEUEING_KINDS = frozenset({"queue_run", "queue_run_for_each_participant"})
+"""The kinds whose runs carry a digest of the action's configuration in their key."""
+
+
+def config_digest(kind: str, args: Mapping[str, Any]) -> str:
+    """The digest of an action's configuration (its kind and arguments): part of its runs' keys."""
     body = json.dumps({"kind": kind, **args}, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(body.encode()).hexdigest()[:16]
-
-
-def config_digests(actions: Iterable[Any]) -> dict[tuple[str, int], tuple[Mapping[str, Any], str]]:
-    """The run-key digests of a plan's queueing actions, computed once: (kind, id of the plan's argument mapping)
-    -> (that mapping, its digest).  The mapping is kept, so its id stays its own while the table lives."""
-    return {(a.kind, id(a.args)): (a.args, _digest(a.kind, a.args)) for a in actions
-            if a.kind in ("queue_run", "queue_run_for_each_participant")}
-
-
-def _config_digest(ctx: ActionContext, args: Mapping[str, Any]) -> str:
-    """The digest of an action's configuration: the runtime's precomputed one for its plan's own argument
-    mappings (a plan is immutable), computed afresh for any other mapping."""
-    known = getattr(ctx.runtime, "config_digests", None)
-    if known is not None:
-        hit = known.get((ctx.kind, id(args)))
-        if hit is not None and hit[0] is args:
-            return str(hit[1])
-    return _digest(ctx.kind, args)
 
 
 def run_key(ctx: ActionContext, task_id: str, step_id: str, agent: str, args: Mapping[str, Any]) -> str | None:
@@ -64,7 +50,8 @@ def run_key(ctx: ActionContext, task_id: str, step_id: str, agent: str, args: Ma
         ident = operation_ident(ctx.operation_id)  # `op:`/`op#`: never an `entry:` key, bounded in length
     else:
         return None
-    return f"{ident}:{step_id}:{task_id}:{agent}:{_config_digest(ctx, args)}"
+    digest = ctx.config_digest or config_digest(ctx.kind, args)  # the runtime computes the plan's once
+    return f"{ident}:{step_id}:{task_id}:{agent}:{digest}"
 
 
 def merged_participants(store: Store, task_id: str, step_id: str) -> list[Participant]:

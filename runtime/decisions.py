@@ -1,29 +1,49 @@
-"""A participant's decision in, a stored decision and (when a quorum is met) a compare-and-swap move out.
+"""A participant's decision in, a stored decision and (when a quorum is met) a compare-and-swap move out
+(docs/runtime.md §2, "Decisions and quorum").
+
+Decisions are checked first (a verdict of `VERDICTS`, a role of the plan); every stored one is
+re-evaluated once (its mark is in the store, so `recover` finishes what a crash cut short) and leaves
+one `decision` record saying what happened.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+from .arrivals import Arrivals
 from .checks import check_id, check_ledger_id
-from .errors import (
-    RuntimeFault,
-    UnknownStepError,
-)
+from .errors import RuntimeFault, UnknownStepError, UnknownTaskError
+from .exits import Exits
+from .index import PlanIndex
 from .quorum import REJECTIONS, seats
+from .recorder import Recorder
 from .records import MESSAGES
-from .results import DecisionResult, RecoverResult
-from .store import Decision, TaskState
-from .triggers import TriggerDispatch
+from .results import DecisionResult
+from .store import Decision, Store, TaskState
+from .triggers import quorum_of
+
+__all__ = ["Decisions", "VERDICTS"]
 
 VERDICTS: tuple[str, ...] = ("approved", "rejected", "changes_requested")
 """The verdicts a decision may carry (docs/runtime.md §2)."""
 
-__all__ = ["DecisionDispatch", "VERDICTS"]
 
+class Decisions:
+    """Decisions: store, re-evaluate guarded transitions, move with a compare-and-swap.  Uses the plan index, the
+    store, the exits, the arrivals and the recorder."""
 
-class DecisionDispatch(TriggerDispatch):
-    """Decisions: store, re-evaluate guarded transitions, move with a compare-and-swap."""
+    def __init__(self, index: PlanIndex, store: Store, exits: Exits, arrivals: Arrivals,
+                 recorder: Recorder) -> None:
+        self.index = index
+        self.store = store
+        self.exits = exits
+        self.arrivals = arrivals
+        self.recorder = recorder
+
+    def _task(self, task_id: str) -> TaskState:
+        task = self.store.get_task(task_id)
+        if task is None:
+            raise UnknownTaskError(f"no task `{task_id}`")
+        return task
+
 
     # ---- decisions -------------------------------------------------------------------------------------
     def record_decision(self, task_id: str, *, verdict: str, agent: str | None = None, user: str | None = None,
@@ -44,37 +64,16 @@ class DecisionDispatch(TriggerDispatch):
             raise RuntimeFault(f"role must be a string, not {type(role).__name__}")
         if agent is not None and not role:
             raise RuntimeFault("an agent's decision names its role")
-        if role and role not in self._roles:
-            raise RuntimeFault(f"role {role!r} is not a role of the plan (roles: {', '.join(sorted(self._roles))})")
-        task = self.task(task_id)
+        if role and role not in self.index.roles:
+            raise RuntimeFault(f"role {role!r} is not a role of the plan (roles: {', '.join(sorted(self.index.roles))})")
+        task = self._task(task_id)
         if task.workflow_id is None or task.step_id is None:
             raise UnknownStepError(f"task `{task_id}` is at no step")
-        step = self.step(task.workflow_id, task.step_id)
+        step = self.index.step(task.workflow_id, task.step_id)
         decision = self.store.record_decision(Decision(
             task_id, step.id, "agent" if agent is not None else "user", agent if agent is not None else user or "",
             role, verdict, session_id=session_id))
-        return self._reevaluate(task.id, step.id, decision)
-
-    def recover(self) -> RecoverResult:
-        """Dispatch every arrival that has no entry record, then re-evaluate every stored decision whose
-        re-evaluation is not marked applied (a crash between storing a decision and re-evaluating it: the
-        quorum it completes would otherwise wait for the next decision)."""
-        result = super().recover()
-        decisions: list[DecisionResult] = []
-        seen: set[int] = set()
-        while True:
-            batch = [d for d in self.store.unevaluated_decisions(limit=500) if d.id not in seen]
-            if not batch:
-                break
-            for d in batch:
-                seen.add(d.id)
-                try:
-                    decisions.append(self._reevaluate(d.task_id, d.step_id, d))
-                except RuntimeFault as exc:  # its task or step is gone (from the store or the plan): left alone
-                    self.emit("warning", "warning", "a stored decision could not be re-evaluated",
-                              code="decision_not_reevaluated", task=d.task_id, step=d.step_id, decision_id=d.id,
-                              message=str(exc))
-        return replace(result, decisions=tuple(decisions))
+        return self.reevaluate_decision(task.id, step.id, decision)
 
     def reevaluate(self, task_id: str, step_id: str, decision_id: int, *, actor: str | None = None,
                    actor_kind: str = "system", session_id: str | None = None) -> DecisionResult:
@@ -88,14 +87,15 @@ class DecisionDispatch(TriggerDispatch):
         if decision is None:  # superseded or cleared since: re-evaluated as a decision of `actor`
             decision = Decision(task_id, step_id, "agent" if actor_kind == "agent" else "user", actor or "", "",
                                 "", id=decision_id, session_id=session_id)
-        return self._reevaluate(task_id, step_id, decision, record=False)
+        return self.reevaluate_decision(task_id, step_id, decision, record=False)
 
-    def _reevaluate(self, task_id: str, step_id: str, decision: Decision, *, record: bool = True) -> DecisionResult:
+    def reevaluate_decision(self, task_id: str, step_id: str, decision: Decision, *,
+                            record: bool = True) -> DecisionResult:
         """Re-evaluate the guarded transitions of `step_id` after `decision` (idempotent per decision: its
         re-evaluation is marked in the store); its `decision` record when `record`."""
-        task = self.task(task_id)
+        task = self._task(task_id)
         assert task.workflow_id is not None
-        step = self.step(task.workflow_id, step_id)
+        step = self.index.step(task.workflow_id, step_id)
         decision_id, session_id = decision.id, decision.session_id
         agent = decision.decider_id if decision.decider_type == "agent" else None
         user = decision.decider_id if decision.decider_type != "agent" else None
@@ -106,8 +106,7 @@ class DecisionDispatch(TriggerDispatch):
             return outcome
 
         if self.store.decision_evaluated(decision_id):
-            self.counters.add("redeliveries_discarded")
-            self.emit("redelivery_discarded", "silent", task=task.id, decision_id=decision_id, trigger="decision")
+            self.recorder.redelivery("silent", task=task.id, decision_id=decision_id, trigger="decision")
             return DecisionResult(decision_id, task.id, step.id, idempotent=True)
         if task.step_id != step.id:  # the task left the decision's step: nothing to re-evaluate
             self.store.mark_decision_evaluated(decision_id)
@@ -117,9 +116,9 @@ class DecisionDispatch(TriggerDispatch):
         for action in step.handlers.get("on_turn_complete", ()):
             if action.action_class != "transition" or action.guard is None:
                 continue
-            q = self._quorum(action, task, step.id, task.workflow_id)
+            q = quorum_of(self.store, self.index, action, task, step.id, task.workflow_id)
             if not q.satisfied:
-                self.counters.skip(f"quorum:{q.reason}")
+                self.recorder.counters.skip(f"quorum:{q.reason}")
                 continue
             if action.requires_approval:
                 approval = approval or (action.target_step is not None and action.target_step != step.id)
@@ -137,13 +136,13 @@ class DecisionDispatch(TriggerDispatch):
                 outcome = "pending"
             return done(outcome, DecisionResult(decision_id, task.id, step.id))
         wf_id, from_step = task.workflow_id, step.id
-        exit_handler = self._exits.get((wf_id, from_step))
+        exit_handler = self.exits.handler(wf_id, from_step)
         if exit_handler is not None:
-            failure = self._leave(exit_handler, task, wf_id, from_step, session_id, None)
+            failure = self.exits.leave(exit_handler, task, wf_id, from_step, session_id, None)
             if failure is not None:  # the move is refused; a later decision (or `recover`) evaluates again
                 return done("refused", DecisionResult(decision_id, task.id, step.id, abandoned=True))
-        destination = self._steps.get((wf_id, target))
-        result, entered = self._write_arrival(
+        destination = self.index.steps.get((wf_id, target))
+        result, entered = self.arrivals.write(
             lambda store: (store.move_task(task.id, wf_id, target, route="decision",
                                            actor_kind="agent" if agent else "human", actor_id=agent or user,
                                            session_id=session_id, expected_step_id=from_step,
@@ -151,24 +150,24 @@ class DecisionDispatch(TriggerDispatch):
             task.id, session_id)
         if result.status != "moved":  # another writer moved the task first
             return done("refused", DecisionResult(decision_id, task.id, step.id, abandoned=True))
-        self.counters.add("transitions")
-        arrival = self._after_move(result.ledger, task.id, step.id, session_id, entered=entered)
+        self.recorder.counters.add("transitions")
+        arrival = self.arrivals.arrived(result.ledger, task.id, step.id, session_id, entered=entered)
         return done("moved", DecisionResult(decision_id, task.id, step.id, transitioned=True, arrival=arrival))
 
     def _seated(self, task: TaskState, step_id: str, decision: Decision) -> bool:
         """Whether the decider holds a seat of the decision's role for the task at the step."""
         if not decision.role or not decision.decider_id:
             return False
-        participants = self.store.participants(task.id, self._step_ids.get(task.workflow_id or "", (step_id,)))
+        participants = self.store.participants(task.id, self.index.workflow_steps(task.workflow_id, step_id))
         return any(p.agent == decision.decider_id
                    for p in seats(participants, task_id=task.id, step_id=step_id, role=decision.role))
 
     def _decision_record(self, task_id: str, step_id: str, decision: Decision, result: str) -> None:
-        if not self.sinks:
+        if not self.recorder.active:
             return
         task = self.store.get_task(task_id)
         seated = task is not None and self._seated(task, step_id, decision)
         who = {"agent": decision.decider_id} if decision.decider_type == "agent" else {"user": decision.decider_id}
-        self.emit("decision", "info", MESSAGES["decision"], task=task_id, step=step_id, verdict=decision.verdict,
+        self.recorder.emit("decision", "info", MESSAGES["decision"], task=task_id, step=step_id, verdict=decision.verdict,
                   **who, role=decision.role, seated=seated, result=result, decision_id=decision.id,
                   session=decision.session_id)

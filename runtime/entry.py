@@ -1,52 +1,87 @@
-"""A ledger row in, its step's entry dispatched out: record-and-continue, durable per-entry idempotency,
-one transaction per entry when every action is store-backed, and the `recover` sweep.
+"""A ledger row in, its step's entry dispatched out: record-and-continue, exactly once per row, durable.
+
+One algorithm (`EntryDispatch.run`) runs an entry in one of three modes, each a different place in
+the row's life (docs/runtime.md §1, ADR 0010):
+
+- `AFTER_COMMIT` — the row committed on its own; every position is claimed by a durable marker before
+  it runs (claim → run → mark), host executors run with their timeout, each store-backed one in a
+  unit of its own; the entry record is written last.  What `dispatch_entry`, `recover` and every
+  destination with a host executor take.
+- `IN_ARRIVAL` — inside the transaction that writes the row: no other delivery can see the row before
+  the entry record commits with every effect, so that record is the marker of every position; each
+  action runs in a savepoint of its own (a failing one is rolled back and recorded).
+- `IN_ARRIVAL_BARE` — the same without savepoints, for entries whose actions are all replayable: the
+  first that fails raises `Retry`; the caller undoes the transaction and runs it again `IN_ARRIVAL`,
+  handing the failure over, so the failed action is recorded from its one call.
+
+Each record kind of an entry is emitted from one place: `report` (inline, effects, failures, the
+`entry` record) and `redelivered`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from typing import Any, NamedTuple
+import enum
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from .checks import check_bool, check_ledger_id
-from .core import IN_PROGRESS, _Core, _Failure, _Redelivered, _Retry, as_failure, claim_abandoned
-from .errors import (
-    RuntimeFault,
-)
-from .executors import Effect
-from .frozen import builder
-from .plan import (
-    PlanAction,
-    PlanStep,
-)
-from .records import Level
-from .results import EntryResult, RecoverResult
+from .errors import RuntimeFault
+from .executors import ActionContext
+from .index import PlanIndex
+from .invoker import Failed, Invoker, Ok, Outcome, failed_from
+from .plan import PlanAction, PlanStep
+from .recorder import Deferred, Recorder
+from .results import EntryResult
 from .store import EntryRecord, LedgerRow, Marker, Store, StoreError, TaskState
 
-_entry_record = builder(EntryRecord)  # the hot paths' constructors (frozen.builder)
-_entry_result = builder(EntryResult)
+__all__ = ["Mode", "EntryDispatch", "Retry", "Ran", "IN_PROGRESS"]
 
-__all__ = ["EntryDispatch", "Pending", "Counts", "ENTRY_ONLY"]
+IN_PROGRESS = "not run: its marker is in progress (another delivery is running it, or one was interrupted)"
+"""The failure an entry records for a position whose marker was claimed but never finished: the position is not
+run again (docs/runtime.md §1: only positions without a marker run), and its outcome is unknown."""
 
-
-class Counts(NamedTuple):
-    """The counters an arrival adds: `plain`, or `entered` once its empty entry is recorded (one call either way)."""
-
-    plain: tuple[str, ...]
-    entered: tuple[str, ...]
+NO_EXECUTOR = "no executor"
 
 
-ENTRY_ONLY = Counts((), ("entries_dispatched",))
-"""An entry dispatched on its own (`dispatch_entry`, `recover`): no arrival to count."""
-
-Pending = tuple[str, Level, "str | None", dict[str, Any]]
-"""A record held back until its transaction commits: (kind, level, message, fields); kind
-`executor_failure` is a count, not a record."""
+class Mode(enum.Enum):
+    AFTER_COMMIT = "after the row's commit, claim → run → mark per position"
+    IN_ARRIVAL = "inside the row's transaction, a savepoint per action"
+    IN_ARRIVAL_BARE = "inside the row's transaction, no savepoints"
 
 
-class EntryDispatch(_Core):
-    """Step entry (docs/runtime.md §1): record-and-continue, exactly once per ledger row, durable."""
+class Retry(Exception):
+    """An action failed in an `IN_ARRIVAL_BARE` entry: undo the transaction and run it again `IN_ARRIVAL`, with
+    this failure handed over (`known`)."""
 
+    def __init__(self, position: int, outcome: Failed) -> None:
+        super().__init__(position)
+        self.position = position
+        self.outcome = outcome
+
+
+class Redelivered(Exception):
+    """Internal: the entry has its record already (raised inside a unit to undo this delivery)."""
+
+
+class Ran(NamedTuple):
+    """What an entry did: the kinds attempted in order, the failures with their reasons, and the records of its
+    actions held until its transaction commits."""
+
+    attempted: tuple[str, ...]
+    failed: tuple[tuple[str, str], ...]
+    deferred: Deferred
+
+
+class EntryDispatch:
+    """Step entry.  Uses the plan index, the store, the invoker and the recorder; nothing above it."""
+
+    def __init__(self, index: PlanIndex, store: Store, invoker: Invoker, recorder: Recorder) -> None:
+        self.index = index
+        self.store = store
+        self.invoker = invoker
+        self.recorder = recorder
+
+    # ---- the entry points ------------------------------------------------------------------------------------
     def dispatch_entry(self, ledger_id: int, *, session_live: bool = False) -> EntryResult:
         """Dispatch the entry of a ledger row written by the host (through `LedgerWriter`), after its commit."""
         check_ledger_id(ledger_id)
@@ -54,328 +89,240 @@ class EntryDispatch(_Core):
         row = self.store.ledger_row(ledger_id)
         if row is None:
             raise RuntimeFault(f"no ledger row {ledger_id}")
-        return self._enter(row, session_live=session_live)
+        return self.enter(row, session_live=session_live)
 
-    def recover(self) -> RecoverResult:
-        """Dispatch every arrival that has no entry record (the crash window between commit and dispatch), after
-        releasing the operation claims that crashed processes of this host left (ADR 0020: a redelivery then runs
-        the operation; claims of other hosts end with their lease)."""
-        for operation_id, token in self.store.claimed_operations(limit=10_000):
-            if claim_abandoned(token) and self.store.release_operation(operation_id, token):
-                self.counters.add("claims_released")
-                self.emit("warning", "warning", "operation claim released: the process that held it is gone",
-                          code="operation_claim_released", operation_id=operation_id)
-        entries = []
-        while True:
-            rows = self.store.unrecorded_arrivals(limit=500)
-            done = [self._enter(row, session_live=False) for row in rows]
-            entries.extend(done)
-            # a batch in which no entry got its record (the store failing, or rows it cannot enter) ends the sweep
-            if len(rows) < 500 or not any(e.status in ("dispatched", "redelivery") for e in done):
-                break
-        return RecoverResult(sum(1 for e in entries if e.status == "dispatched"), tuple(entries))
-
-    # ---- step entry: record-and-continue ------------------------------------------------------------
-    def _enter(self, row: LedgerRow, *, session_live: bool) -> EntryResult:
+    def enter(self, row: LedgerRow, *, session_live: bool) -> EntryResult:
+        """Dispatch a committed row's entry: in one transaction when every action is store-backed, else
+        position by position."""
         if row.to_step_id is None or row.to_workflow_id is None:
             return EntryResult(row.id, "detach")
-        step_plan = self._steps.get((row.to_workflow_id, row.to_step_id))
-        if step_plan is not None:
-            if not step_plan.entry_dispatch:
-                return self._enter_empty(row, step_plan, session_live)
-            if self._all_transactional(step_plan):
-                return self._enter_atomically(row, step_plan, session_live=session_live)
+        step = self.index.steps.get((row.to_workflow_id, row.to_step_id))
+        if step is None:
+            return self._unknown_step(row)
+        if not step.entry_dispatch:
+            return self.enter_empty(row, step, session_live)
         try:
+            if self.all_store_backed(step):
+                with self.store.unit() as tx:
+                    if tx.entry_record(row.id) is not None:
+                        raise Redelivered
+                    task = tx.get_task(row.task_id) or TaskState(row.task_id, row.to_workflow_id, step.id)
+                    ran = self.run(tx, row, task, step, Mode.AFTER_COMMIT, markers=tx.markers(row.id))
+                return self.report(row, step, session_live, ran)
             if self.store.entry_record(row.id) is not None:
-                self.counters.add("redeliveries_discarded")
-                self.emit("redelivery_discarded", "info", task=row.task_id, entry_id=row.id, step=row.to_step_id,
-                          session=row.session_id)
-                return EntryResult(row.id, "redelivery")
-            step = self._steps.get((row.to_workflow_id, row.to_step_id))
-            if step is None:
-                reason = f"step `{row.to_step_id}` of workflow `{row.to_workflow_id}` is not in the plan"
-                self.emit("warning", "warning", "entry of a step the plan does not know", code="unknown_step",
-                          task=row.task_id, workflow=row.to_workflow_id, step=row.to_step_id, entry_id=row.id)
-                record = EntryRecord(row.id, row.task_id, row.to_workflow_id, row.to_step_id, (),
-                                     ((row.to_step_id, reason),))
-                self.store.record_entry(record)
-                self.counters.add("entries_dispatched")
-                self.emit("entry", "info", task=row.task_id, step=row.to_step_id, entry_id=row.id, attempted=[],
-                          failed=[{"kind": k, "error": e} for k, e in record.failed], workflow=row.to_workflow_id,
-                          session=row.session_id)
-                return EntryResult(row.id, "dispatched", (), record.failed)
-            task = self.store.get_task(row.task_id) or TaskState(row.task_id, row.to_workflow_id, row.to_step_id)
+                raise Redelivered
+            task = self.store.get_task(row.task_id) or TaskState(row.task_id, row.to_workflow_id, step.id)
             if session_live and step.entry_inline:
-                self.emit("inline", "debug", task=row.task_id, step=step.id, kinds=list(step.entry_inline),
-                          entry_id=row.id, session=row.session_id)
-            markers = self.store.markers(row.id)
-            attempted: list[str] = []
-            failed: list[tuple[str, str]] = []
-            for action in step.entry_dispatch:
-                attempted.append(action.kind)
-                error = self._entry_action(row, task, step, action, markers.get(action.position))
-                if error is not None:
-                    failed.append((action.kind, error))
-            record = EntryRecord(row.id, row.task_id, row.to_workflow_id, step.id, tuple(attempted), tuple(failed))
-            if not self.store.record_entry(record):
-                # another delivery of this entry recorded it meanwhile: it is the one dispatch of the row
-                self.counters.add("redeliveries_discarded")
-                self.emit("redelivery_discarded", "info", task=row.task_id, entry_id=row.id, step=row.to_step_id,
-                          session=row.session_id)
-                return EntryResult(row.id, "redelivery")
+                self._inline(row, step)
+                session_live = False  # reported before the actions run: the host may run them meanwhile
+            ran = self.run(self.store, row, task, step, Mode.AFTER_COMMIT, markers=self.store.markers(row.id),
+                           defer=False)
+            return self.report(row, step, session_live, ran)
+        except Redelivered:
+            return self.redelivered(row)
         except StoreError as exc:
-            self.emit("error", "error", "entry dispatch interrupted: the store failed; `recover` will finish it",
-                      task=row.task_id, session=row.session_id, entry_id=row.id, message=str(exc))
-            return EntryResult(row.id, "incomplete")
-        self.counters.add("entries_dispatched")
-        self.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=attempted,
-                  failed=[{"kind": k, "error": e} for k, e in failed], workflow=row.to_workflow_id,
-                  session=row.session_id)
-        return EntryResult(row.id, "dispatched", tuple(attempted), tuple(failed))
+            return self._incomplete(row, exc)
 
-    def _all_transactional(self, step: PlanStep) -> bool:
-        """Every dispatched entry action has a transactional (store-backed) executor."""
-        is_tx = self.executors.is_transactional
-        return all(is_tx(a.kind) for a in step.entry_dispatch)
-
-    def _all_replayable(self, step: PlanStep) -> bool:
-        """Every dispatched entry action has a replayable executor (`ExecutorRegistry`): the entry may run without
-        savepoints, and run again with them if an action fails."""
-        is_replayable = self.executors.is_replayable
-        return all(is_replayable(a.kind) for a in step.entry_dispatch)
-
-    def _redelivered(self, row: LedgerRow) -> EntryResult:
-        self.counters.add("redeliveries_discarded")
-        self.emit("redelivery_discarded", "info", task=row.task_id, entry_id=row.id, step=row.to_step_id,
-                  session=row.session_id)
-        return EntryResult(row.id, "redelivery")
-
-    def _enter_empty(self, row: LedgerRow, step: PlanStep, session_live: bool,
-                     counts: Counts = ENTRY_ONLY) -> EntryResult:
-        """An entry with nothing to dispatch: the entry record alone, one statement.  `counts`: what to count with
-        it (the arrival's counters too, when the arrival hands them over)."""
-        assert row.to_workflow_id is not None
+    def enter_empty(self, row: LedgerRow, step: PlanStep, session_live: bool) -> EntryResult:
+        """An entry with nothing to dispatch: its record alone."""
+        assert row.to_workflow_id is not None and row.to_step_id is not None
         try:
-            # the row's own ids (step.id is the same step): a store may compare them by identity
-            if not self.store.record_entry(_entry_record(row.id, row.task_id, row.to_workflow_id, row.to_step_id,
-                                                         ())):
-                self.counters.add_each(counts.plain)
-                return self._redelivered(row)
+            if not self.store.record_entry(EntryRecord(row.id, row.task_id, row.to_workflow_id, row.to_step_id,
+                                                       ())):
+                return self.redelivered(row)
         except StoreError as exc:
-            self.counters.add_each(counts.plain)
-            self.emit("error", "error", "entry dispatch interrupted: the store failed; `recover` will finish it",
-                      task=row.task_id, session=row.session_id, entry_id=row.id, message=str(exc))
-            return EntryResult(row.id, "incomplete")
-        self.counters.add_each(counts.entered)
-        if self.sinks:
-            if session_live and step.entry_inline:
-                self.emit("inline", "debug", task=row.task_id, step=step.id, kinds=list(step.entry_inline),
-                          entry_id=row.id, session=row.session_id)
-            self.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=[], failed=[],
-                      workflow=row.to_workflow_id, session=row.session_id)
-        return _entry_result(row.id, "dispatched")
+            return self._incomplete(row, exc)
+        return self.report(row, step, session_live, Ran((), (), Deferred()))
 
-    def _enter_atomically(self, row: LedgerRow, step: PlanStep, *, session_live: bool) -> EntryResult:
-        """Dispatch an entry whose actions are all store-backed in ONE transaction: each action in a
-        savepoint (record-and-continue), the entry record last.  One commit per entry; records are
-        emitted only once it has committed."""
+    # ---- the one algorithm -------------------------------------------------------------------------------------
+    def run(self, store: Store, row: LedgerRow, task: TaskState, step: PlanStep, mode: Mode, *,
+            markers: Mapping[int, Marker] | None = None, known: Retry | None = None, defer: bool = True) -> Ran:
+        """Run the entry's actions in `mode` and write its record through `store` (the open unit, or the store
+        itself `AFTER_COMMIT` with host executors).  Raises `Redelivered` if another delivery recorded the entry
+        meanwhile, `Retry` (`IN_ARRIVAL_BARE`) when an action fails, `StoreError` when the store fails.
+
+        `defer` False: records are emitted at once (a host executor's effects, in order with what it calls
+        back); otherwise they are held until the caller's transaction has committed."""
         assert row.to_workflow_id is not None
-        pending: list[Pending] = []
-        try:
-            with self.store.unit() as tx:
-                if tx.entry_record(row.id) is not None:
-                    raise _Redelivered
-                task = tx.get_task(row.task_id) or TaskState(row.task_id, row.to_workflow_id, step.id)
-                attempted, failed = self._entry_in(tx, row, task, step, tx.markers(row.id), pending)
-        except _Redelivered:
-            return self._redelivered(row)
-        except StoreError as exc:
-            self.emit("error", "error", "entry dispatch interrupted: the store failed; `recover` will finish it",
-                      task=row.task_id, session=row.session_id, entry_id=row.id, message=str(exc))
-            return EntryResult(row.id, "incomplete")
-        return self._entered(row, step, session_live, pending, attempted, failed)
-
-    def _entry_in(self, tx: Store, row: LedgerRow, task: TaskState, step: PlanStep,
-                  markers: Mapping[int, Marker] | None, pending: list[Pending], *, bare: bool = False,
-                  known: _Retry | None = None) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-        """The store-backed actions of an entry and its record, inside the open unit `tx` (records to emit
-        after the commit go to `pending`).  Raises `_Redelivered` if the entry has its record already.
-
-        `markers` None: the entry runs in the transaction that writes its ledger row (ADR 0010), so no other
-        delivery can see the row before the entry record commits with every effect: that record is the
-        durable marker of every position, and no per-position marker is written.  `bare`: the actions run
-        without savepoints, and the first that fails raises `_Retry`; the caller then runs the transaction
-        again with savepoints, passing that `_Retry` as `known`: its action is recorded as failed without
-        being called again (ADR 0010: a savepoint costs more than the rest of an action)."""
-        assert row.to_workflow_id is not None
+        held = Deferred() if defer else None
+        sink: Deferred | Recorder = held if held is not None else self.recorder
         attempted: list[str] = []
         failed: list[tuple[str, str]] = []
         for action in step.entry_dispatch:
             attempted.append(action.kind)
-            if markers is None:
-                if bare:
-                    self._entry_action_bare(tx, row, task, step, action, pending)
-                    continue
-                error: str | None
-                if known is not None and action.position == known.position:
-                    error = self._failed_in(known.failure, row, task, action.kind, pending)
-                else:
-                    error = self._entry_action_in(tx, row, task, step, action, None, pending, marked=False)
+            outcome: Outcome | Listed
+            if known is not None and action.position == known.position:
+                outcome = known.outcome
+            elif mode is Mode.AFTER_COMMIT:
+                outcome = self._run_marked(store, row, task, step, action, (markers or {}).get(action.position))
             else:
-                error = self._entry_action_in(tx, row, task, step, action, markers.get(action.position), pending)
-            if error is not None:
-                failed.append((action.kind, error))
-        record = _entry_record(row.id, row.task_id, row.to_workflow_id, step.id, tuple(attempted), tuple(failed))
-        if not tx.record_entry(record):
-            raise _Redelivered  # another delivery recorded it meanwhile: undo ours
-        return record.attempted, record.failed
+                outcome = self._run_in(store, row, task, step, action, bare=mode is Mode.IN_ARRIVAL_BARE)
+            if isinstance(outcome, Listed):
+                failed.append((action.kind, outcome.reason))
+            elif isinstance(outcome, Failed):
+                sink.failure(outcome.reason, outcome.fault, task.id, row.session_id, action.kind)
+                failed.append((action.kind, outcome.reason))
+            elif outcome.effects:
+                sink.effects(outcome.effects, action.kind, task.id, step.id, entry_id=row.id)
+        record = EntryRecord(row.id, row.task_id, row.to_workflow_id, step.id, tuple(attempted), tuple(failed))
+        if not store.record_entry(record):
+            raise Redelivered  # another delivery recorded it meanwhile: it is the row's one dispatch
+        return Ran(record.attempted, record.failed, held if held is not None else Deferred())
 
-    def _entered(self, row: LedgerRow, step: PlanStep, session_live: bool, pending: list[Pending],
-                 attempted: tuple[str, ...], failed: tuple[tuple[str, str], ...]) -> EntryResult:
-        """After an entry's transaction committed: its records, in order, and its result."""
-        if session_live and step.entry_inline:
-            self.emit("inline", "debug", task=row.task_id, step=step.id, kinds=list(step.entry_inline),
-                      entry_id=row.id, session=row.session_id)
-        for kind, level, message, fields in pending:
-            if kind == "executor_failure":
-                self.counters.add("executor_failures")
-                continue
-            if kind == "effect":
-                self.counters.add("effects")
-            self.emit(kind, level, message, **fields)
-        self.counters.add("entries_dispatched")
-        if self.sinks:
-            self.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=list(attempted),
-                      failed=[{"kind": k, "error": e} for k, e in failed], workflow=row.to_workflow_id,
-                      session=row.session_id)
-        return _entry_result(row.id, "dispatched", attempted, failed)
-
-    def _entry_action_bare(self, tx: Store, row: LedgerRow, task: TaskState, step: PlanStep, action: PlanAction,
-                           pending: list[Pending]) -> None:
-        """One store-backed entry action in the entry's transaction, without a savepoint: `_Retry` if it fails."""
-        assert row.to_workflow_id is not None
-        kind = action.kind
-        fn = self.executors.get(kind)
-        assert fn is not None
-        ctx = self._context(action, task, row.to_workflow_id, step.id, self._entry_trigger, entry_id=row.id,
-                            session_id=row.session_id, key=f"entry:{row.id}:{action.position}:{kind}", store=tx)
-        try:
-            returned = fn(action.args, ctx)
-            effects = () if returned is None else self._effects(returned)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            raise _Retry(action.position, _contained(exc)) from exc
-        self._pend_effects(effects, kind, row, task, step, pending)
-
-    @staticmethod
-    def _failed_in(failure: _Failure, row: LedgerRow, task: TaskState, kind: str, pending: list[Pending]) -> str:
-        """A failed entry action's records, held until its transaction commits; its error."""
-        # counted once the transaction commits (a rolled-back try is not a failure of the entry)
-        pending.append(("executor_failure", "silent", None, {}))
-        if failure.panic:
-            pending.append(("error", "error", None, {"task": task.id, "session": row.session_id, "kind": kind,
-                                                     "message": failure.message}))
-        return failure.message
-
-    @staticmethod
-    def _pend_effects(effects: Sequence[Effect], kind: str, row: LedgerRow, task: TaskState, step: PlanStep,
-                      pending: list[Pending]) -> None:
-        for effect in effects:
-            pending.append(("effect", "info", None, {"kind": kind, "task": task.id, "step": step.id,
-                                                     "entry_id": row.id,
-                                                     **{k: v for k, v in effect.items() if k != "kind"}}))
-
-    def _entry_action_in(self, tx: Store, row: LedgerRow, task: TaskState, step: PlanStep, action: PlanAction,
-                         marker: Any, pending: list[Pending], *, marked: bool = True) -> str | None:
-        """One store-backed entry action inside the entry's transaction, in a savepoint of its own.
-        `marked` False: no per-position marker (see `_entry_in`)."""
-        if marker is not None:
-            if marker.state == "done":
-                return None
-            return str(marker.error or "failed") if marker.state == "failed" else IN_PROGRESS
-        assert row.to_workflow_id is not None
-        kind, position = action.kind, action.position
-        fn = self.executors.get(kind)
-        assert fn is not None
+    def _run_in(self, tx: Store, row: LedgerRow, task: TaskState, step: PlanStep, action: PlanAction, *,
+                bare: bool) -> Outcome:
+        """One store-backed action inside the row's transaction: in a savepoint (rolled back if it fails), or
+        bare (its failure raises `Retry`)."""
+        fn = self.invoker.registry.get(action.kind)
+        assert fn is not None  # every action of an entry run in the transaction is store-backed
+        if bare:
+            outcome = self.invoker.call_here(fn, action.args, self._context(action, row, task, step, tx))
+            if isinstance(outcome, Failed):
+                raise Retry(action.position, outcome)
+            return outcome
         try:
             with tx.unit() as sp:
-                if marked and not sp.claim_marker(row.id, position, kind):
-                    return None  # another delivery has it
-                ctx = self._context(action, task, row.to_workflow_id, step.id, self._entry_trigger, entry_id=row.id,
-                                    session_id=row.session_id, key=f"entry:{row.id}:{position}:{kind}", store=sp)
-                returned = fn(action.args, ctx)
-                effects = () if returned is None else self._effects(returned)  # garbage: a failure, rolled back
-                if marked:
-                    sp.finish_marker(row.id, position, "done")
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            # anything else but a transient store fault (raised on: the entry is incomplete) a contained fault
-            message = self._failed_in(_contained(exc), row, task, kind, pending)
-            if marked and tx.claim_marker(row.id, position, kind):
-                tx.finish_marker(row.id, position, "failed", message)
-            return message
-        self._pend_effects(effects, kind, row, task, step, pending)
-        return None
+                outcome = self.invoker.call_here(fn, action.args, self._context(action, row, task, step, sp))
+                if isinstance(outcome, Failed):
+                    raise _RollBack(outcome)
+        except _RollBack as undone:
+            return undone.outcome
+        return outcome
 
-    def _entry_action(self, row: LedgerRow, task: TaskState, step: PlanStep, action: PlanAction,
-                      marker: Any) -> str | None:
-        """Run one dispatched entry action at most once per entry; return its error (None: ok)."""
-        if marker is not None and marker.state == "done":
-            return None
-        if marker is not None and marker.state == "failed":
-            return str(marker.error or "failed")
-        if marker is not None:  # in_progress: claimed by a delivery still running it, or one a crash cut short
-            return IN_PROGRESS
+    def _run_marked(self, store: Store, row: LedgerRow, task: TaskState, step: PlanStep, action: PlanAction,
+                    marker: Marker | None) -> Outcome | Listed:
+        """One action after the row's commit, at most once per entry: claim the position's marker, run, mark."""
+        if marker is not None:
+            if marker.state == "done":
+                return OK_DONE
+            return Listed(str(marker.error or "failed") if marker.state == "failed" else IN_PROGRESS)
         assert row.to_workflow_id is not None
-        kind = action.kind
-        key = f"entry:{row.id}:{action.position}:{kind}"
-        fn = self.executors.get(kind)
-        if fn is None:
-            self._warn_missing(row.to_workflow_id, step.id, kind, task.id, row.session_id)
-            if self.store.claim_marker(row.id, action.position, kind):
-                self.store.finish_marker(row.id, action.position, "failed", "no executor")
-            return "no executor"
-        ctx = self._context(action, task, row.to_workflow_id, step.id, self._entry_trigger, entry_id=row.id,
-                            session_id=row.session_id, key=key)
-        effects: Sequence[Effect] = ()
-        # Whether this position's marker exists when a failure is recorded: a pre-existing marker, or
-        # the one a host executor's call claimed outside any unit (a unit's claim is undone with it).
-        held = marker is not None
+        kind, position = action.kind, action.position
+        executor = self.invoker.registry.entries.get(kind)
+        if executor is None:
+            step_plan = self.index.steps.get((row.to_workflow_id, step.id))
+            self.recorder.missing_executor(row.to_workflow_id, step.id, step_plan.title if step_plan else None, kind,
+                                           task.id, row.session_id)
+            self._mark_failed(store, row.id, position, kind, NO_EXECUTOR)
+            return Listed(NO_EXECUTOR)
+        if executor.transactional:  # claim, run and mark in one unit (a savepoint inside an open one)
+            try:
+                with store.unit() as unit:
+                    if not unit.claim_marker(row.id, position, kind):
+                        return OK_DONE  # another delivery has it
+                    outcome = self.invoker.call_here(executor.fn, action.args,
+                                                     self._context(action, row, task, step, unit))
+                    if isinstance(outcome, Failed):
+                        raise _RollBack(outcome)
+                    unit.finish_marker(row.id, position, "done")
+            except _RollBack as undone:  # the unit's claim went with it: claimed again, as failed
+                self._mark_failed(store, row.id, position, kind, undone.outcome.reason)
+                return undone.outcome
+            return outcome
+        if not store.claim_marker(row.id, position, kind):
+            return OK_DONE
         try:
-            if self.executors.is_transactional(kind):
-                with self.store.unit() as tx:
-                    if marker is None and not tx.claim_marker(row.id, action.position, kind):
-                        return None  # another delivery has it
-                    effects = self._effects(fn(action.args, replace(ctx, store=tx)))
-                    tx.finish_marker(row.id, action.position, "done")
-            else:
-                if marker is None:
-                    if not self.store.claim_marker(row.id, action.position, kind):
-                        return None
-                    held = True
-                effects = self._call(fn, action.args, ctx)
-                self.store.finish_marker(row.id, action.position, "done")
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            fault = _contained(exc)
-            self._record_failure(fault, task.id, row.session_id, kind)
-            self._mark_failed(row.id, action.position, kind, fault.message, had_marker=held)
-            return fault.message
-        self._emit_effects(effects, kind, task.id, step.id, entry_id=row.id)
-        return None
+            outcome = self.invoker.call(executor, action.args, self._context(action, row, task, step, None), store)
+        except StoreError as exc:
+            if not exc.permanent:
+                raise  # the store failed: the entry is incomplete, `recover` finishes it
+            outcome = failed_from(exc)
+        if isinstance(outcome, Failed):
+            store.finish_marker(row.id, position, "failed", outcome.reason)
+        else:
+            store.finish_marker(row.id, position, "done")
+        return outcome
 
-    def _mark_failed(self, entry_id: int, position: int, kind: str, error: str, *, had_marker: bool) -> None:
-        if had_marker or self.store.claim_marker(entry_id, position, kind):
-            self.store.finish_marker(entry_id, position, "failed", error)
+    def _context(self, action: PlanAction, row: LedgerRow, task: TaskState, step: PlanStep,
+                 store: Store | None) -> ActionContext:
+        assert row.to_workflow_id is not None
+        return self.invoker.context(action, task, row.to_workflow_id, step.id, self.index.entry_trigger,
+                                    key=f"entry:{row.id}:{action.position}:{action.kind}", entry_id=row.id,
+                                    session_id=row.session_id, store=store)
+
+    @staticmethod
+    def _mark_failed(store: Store, entry_id: int, position: int, kind: str, error: str) -> None:
+        """A position that failed without a marker of its own: claimed and marked failed (unless another delivery
+        holds it)."""
+        if store.claim_marker(entry_id, position, kind):
+            store.finish_marker(entry_id, position, "failed", error)
+
+    # ---- what an entry says -------------------------------------------------------------------------------------
+    def report(self, row: LedgerRow, step: PlanStep, session_live: bool, ran: Ran) -> EntryResult:
+        """An entry whose record is written (and committed): its records, in order, and its result."""
+        rec = self.recorder
+        if session_live and step.entry_inline:
+            self._inline(row, step)
+        ran.deferred.flush(rec)
+        rec.counters.add("entries_dispatched")
+        if rec.active:
+            rec.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=list(ran.attempted),
+                     failed=[{"kind": k, "error": e} for k, e in ran.failed], workflow=row.to_workflow_id,
+                     session=row.session_id)
+        return EntryResult(row.id, "dispatched", ran.attempted, ran.failed)
+
+    def redelivered(self, row: LedgerRow) -> EntryResult:
+        """A delivery of an entry that has its record: discarded whole."""
+        self.recorder.redelivery("info", task=row.task_id, entry_id=row.id, step=row.to_step_id,
+                                 session=row.session_id)
+        return EntryResult(row.id, "redelivery")
+
+    def _inline(self, row: LedgerRow, step: PlanStep) -> None:
+        self.recorder.emit("inline", "debug", task=row.task_id, step=step.id, kinds=list(step.entry_inline),
+                           entry_id=row.id, session=row.session_id)
+
+    def _incomplete(self, row: LedgerRow, exc: StoreError) -> EntryResult:
+        self.recorder.emit("error", "error", "entry dispatch interrupted: the store failed; `recover` will finish it",
+                           task=row.task_id, session=row.session_id, entry_id=row.id, message=str(exc))
+        return EntryResult(row.id, "incomplete")
+
+    def _unknown_step(self, row: LedgerRow) -> EntryResult:
+        """A row into a step the plan does not know (a plan changed under stored rows): recorded as a failure."""
+        assert row.to_workflow_id is not None and row.to_step_id is not None
+        try:
+            if self.store.entry_record(row.id) is not None:
+                return self.redelivered(row)
+            reason = f"step `{row.to_step_id}` of workflow `{row.to_workflow_id}` is not in the plan"
+            self.recorder.warning("unknown_step", "entry of a step the plan does not know", task=row.task_id,
+                                  workflow=row.to_workflow_id, step=row.to_step_id, entry_id=row.id)
+            record = EntryRecord(row.id, row.task_id, row.to_workflow_id, row.to_step_id, (),
+                                 ((row.to_step_id, reason),))
+            if not self.store.record_entry(record):
+                return self.redelivered(row)
+        except StoreError as exc:
+            return self._incomplete(row, exc)
+        self.recorder.counters.add("entries_dispatched")
+        self.recorder.emit("entry", "info", task=row.task_id, step=row.to_step_id, entry_id=row.id, attempted=[],
+                           failed=[{"kind": k, "error": e} for k, e in record.failed], workflow=row.to_workflow_id,
+                           session=row.session_id)
+        return EntryResult(row.id, "dispatched", (), record.failed)
+
+    # ---- which mode a step's entry can take -------------------------------------------------------------------------
+    def all_store_backed(self, step: PlanStep) -> bool:
+        """Every dispatched action has a store-backed (transactional) executor: the entry can run in one unit."""
+        entries = self.invoker.registry.entries
+        return all((e := entries.get(a.kind)) is not None and e.transactional for a in step.entry_dispatch)
+
+    def all_replayable(self, step: PlanStep) -> bool:
+        """Every dispatched action is replayable (`ExecutorRegistry`): the entry may run without savepoints."""
+        entries = self.invoker.registry.entries
+        return all((e := entries.get(a.kind)) is not None and e.replayable for a in step.entry_dispatch)
 
 
-def _contained(exc: BaseException) -> _Failure:
-    """An entry action's exception as its recorded failure, or raised on: a transient store fault (a lock, a lost
-    connection) leaves the entry incomplete for `recover` to finish, while a permanent one (the data itself refused:
-    it would fail on every retry) is that action's failure, and the entry goes on (record-and-continue)."""
-    if isinstance(exc, StoreError) and not exc.permanent:
-        raise exc
-    return as_failure(exc)
+class _RollBack(Exception):
+    """Internal: an action in a savepoint failed; the savepoint is rolled back, the failure recorded."""
+
+    def __init__(self, outcome: Failed) -> None:
+        super().__init__(outcome.reason)
+        self.outcome = outcome
+
+
+OK_DONE = Ok()
+"""The outcome of a position that ran before (its marker is done) or that another delivery holds."""
+
+
+class Listed(NamedTuple):
+    """A position's failure known from before (its marker's, a missing executor's warning): listed in the entry
+    record, not counted or reported again."""
+
+    reason: str

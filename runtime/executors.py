@@ -10,6 +10,7 @@ that the runtime contains and records.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -19,11 +20,37 @@ from .frozen import fast_init
 from .store import Store, TaskState
 
 if TYPE_CHECKING:
-    from .api import Runtime
+    from .results import ArrivalResult, DecisionResult, DispatchResult, FireResult
 
-__all__ = ["ActionContext", "Executor", "ExecutorRegistry", "Directory", "StaticDirectory", "Effect"]
+__all__ = ["ActionContext", "Executor", "ExecutorRegistry", "Directory", "StaticDirectory", "Effect",
+           "RuntimeCalls", "RegisteredExecutor"]
 
 Effect = dict[str, Any]
+
+
+class RuntimeCalls(Protocol):
+    """What an executor may call back on the runtime that called it (`ctx.runtime`): the host-facing calls and
+    the store.  No lock is held while an executor runs, so these may be called from inside one."""
+
+    store: Store
+
+    def create_task(self, task_id: str, workflow_id: str, step_id: str | None = None, *,
+                    description: str = "", session_id: str | None = None) -> ArrivalResult: ...
+
+    def move(self, task_id: str, to_step: str, *, route: str = "manual_move",
+             session_id: str | None = None) -> ArrivalResult: ...
+
+    def switch_workflow(self, task_id: str, workflow_id: str, step_id: str | None = None, *,
+                        session_id: str | None = None) -> ArrivalResult: ...
+
+    def fire(self, trigger: str, task_id: str, *, session_id: str | None = None,
+             payload: Mapping[str, Any] | None = None, operation_id: str | None = None) -> FireResult: ...
+
+    def record_decision(self, task_id: str, *, verdict: str, agent: str | None = None, user: str | None = None,
+                        role: str = "", session_id: str | None = None) -> DecisionResult: ...
+
+    def dispatch(self, sequence: str, event: Mapping[str, Any], *,
+                 host: Mapping[str, Any] | None = None) -> DispatchResult: ...
 
 
 @fast_init
@@ -41,9 +68,14 @@ class ActionContext:
     session_id: str | None = None
     payload: Mapping[str, Any] = field(default_factory=dict)
     store: Store | None = None  # the open unit, for transactional executors
-    runtime: Runtime | None = None  # for executors that call back into the runtime
+    runtime: RuntimeCalls | None = None  # for executors that call back into the runtime
     directory: Directory | None = None
     workflow_steps: tuple[str, ...] = ()  # every step id of the task's workflow
+    config_digest: str | None = None  # the digest of the action's configuration, when the runtime has it
+
+    def with_store(self, store: Store) -> ActionContext:
+        """This context for a call inside the unit `store`."""
+        return dataclasses.replace(self, store=store)
 
 
 Executor = Callable[[Mapping[str, Any], ActionContext], "Sequence[Effect] | None"]

@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .checks import check_mapping
-from .decisions import DecisionDispatch
 from .errors import (
     PayloadError,
     RuntimeFault,
 )
 from .expr import evaluate, lookup
+from .index import PlanIndex
 from .plan import (
     BinX,
     LoadStep,
@@ -21,30 +21,46 @@ from .plan import (
     PlanExpr,
     PlanSequence,
     SkipStep,
+    value_problem,
 )
+from .recorder import Recorder
 from .records import MESSAGES, Level
 from .results import DispatchResult
+from .triggers import TriggerDispatch
 
-__all__ = ["SequenceDispatch"]
+__all__ = ["Sequences", "Loader"]
+
+Loader = Callable[[Any, Mapping[str, Any]], "Mapping[str, Any] | None"]
+"""Reads a record a dispatch sequence `load`s: `loader(argument, event)` -> a mapping, None when missing; raises on
+a read error."""
 
 
-class SequenceDispatch(DecisionDispatch):
-    """Dispatch sequences (docs/runtime.md §3): guards first-match-wins, loads, operation id, payload."""
+class Sequences:
+    """Dispatch sequences (docs/runtime.md §3): guards first-match-wins, loads, operation id, payload, then the
+    trigger.  Uses the plan index, the host's loaders and flags, the trigger dispatch and the recorder."""
+
+    def __init__(self, index: PlanIndex, loaders: Mapping[str, Loader], host: Mapping[str, Any],
+                 triggers: TriggerDispatch, recorder: Recorder) -> None:
+        self.index = index
+        self.loaders: dict[str, Loader] = dict(loaders)
+        self.host: dict[str, Any] = dict(host)
+        self.triggers = triggers
+        self.recorder = recorder
 
     # ---- dispatch sequences: first match wins ---------------------------------------------------------
     def dispatch(self, sequence: str, event: Mapping[str, Any], *, host: Mapping[str, Any] | None = None) -> DispatchResult:
         """Run a `dispatch` block for a host event (docs/runtime.md §3).  Never raises for engine errors."""
         if not isinstance(sequence, str):
             raise RuntimeFault(f"`sequence` must be a string, not {type(sequence).__name__}")
-        seq = self._sequences.get(sequence)
+        seq = self.index.sequences.get(sequence)
         if seq is None:
-            raise RuntimeFault(f"no dispatch sequence `{sequence}` (known: {', '.join(self._sequences) or 'none'})")
+            raise RuntimeFault(f"no dispatch sequence `{sequence}` (known: {', '.join(self.index.sequences) or 'none'})")
         check_mapping(event, "event")
         check_mapping(host, "host", optional=True)
-        fields = self._records.get(seq.event, {})
+        fields = self.index.records.get(seq.event, {})
         for name, type_ in fields.items():
             value = event.get(name)
-            problem = None if value is None else self._type_problem(value, type_)
+            problem = None if value is None else value_problem(value, type_, self.index.records)
             if problem:
                 raise PayloadError(f"event field `{name}` of `{sequence}` ({seq.event}.{name}: {type_}): {problem}")
         label = {"sequence": seq.name}
@@ -54,21 +70,21 @@ class SequenceDispatch(DecisionDispatch):
             return self._dispatch(seq, dict(event), {**self.host, **(host or {})}, label, task_id, session_id)
         except Exception as exc:  # an engine error: one ERROR record, never raised to the host
             message = f"{type(exc).__name__}: {exc}"
-            self.emit("dispatch", "error", MESSAGES["dispatch_error"], trigger=seq.trigger, task=task_id,
-                      session=session_id, step=None, operation_id=None, actions=[], error=message,
-                      sequence=seq.name)
-            self.emit("outcome", "silent", **label, result="error", guard=None, task=task_id)
+            self.recorder.emit("dispatch", "error", MESSAGES["dispatch_error"], trigger=seq.trigger, task=task_id,
+                               session=session_id, step=None, operation_id=None, actions=[], error=message,
+                               sequence=seq.name)
+            self.recorder.emit("outcome", "silent", **label, result="error", guard=None, task=task_id)
             return DispatchResult("error", seq.name, error=message)
 
     def _skip(self, seq: PlanSequence, guard: str, level: Level, message: str | None, task_id: str,
               session_id: str | None, label: Mapping[str, Any], **why: Any) -> DispatchResult:
-        self.counters.skip(guard)
+        self.recorder.counters.skip(guard)
         if level != "silent":
             # `why`: what made the guard match (the values its condition read, or the loader's error),
             # so a record names e.g. the blocking session (the on_agent_error seed's AC-F5)
-            self.emit("skip", level, message or guard, sequence=seq.name, guard=guard, level=level,
-                      task=task_id, session=session_id, **why)
-        self.emit("outcome", "silent", **label, result="skipped", guard=guard, task=task_id)
+            self.recorder.emit("skip", level, message or guard, sequence=seq.name, guard=guard, level=level,
+                               task=task_id, session=session_id, **why)
+        self.recorder.emit("outcome", "silent", **label, result="skipped", guard=guard, task=task_id)
         return DispatchResult("skipped", seq.name, guard=guard)
 
     def _dispatch(self, seq: PlanSequence, event: dict[str, Any], host: dict[str, Any], label: Mapping[str, Any],
@@ -111,7 +127,8 @@ class SequenceDispatch(DecisionDispatch):
                 operation_id = "".join(p if isinstance(p, str) else str(lookup(scope, p) or "") for p in op.parts)
                 break
         payload = {name: evaluate(expr, scope) for name, expr in seq.payload.items()}
-        fire = self._fire(seq.trigger, task_id, session_id, payload, operation_id, label)
+        fire = self.triggers.fire(seq.trigger, task_id, session_id=session_id, payload=payload,
+                                  operation_id=operation_id, outcome_label=label)
         result = {"dispatched": "dispatched", "idempotent": "idempotent", "error": "error"}[fire.result]
         return DispatchResult(result, seq.name, operation_id=operation_id, payload=payload, fire=fire,  # type: ignore[arg-type]
                               error=fire.error)

@@ -25,7 +25,6 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from interlock.runtime.frozen import builder
 from interlock.runtime.store import (
     Claim,
     Decision,
@@ -58,9 +57,9 @@ from ._common import (
     steps_tuple,
 )
 
-_task_state = builder(TaskState)  # the hot paths' constructors (interlock.runtime.frozen.builder)
-_ledger_row = builder(LedgerRow)
-_move_result = builder(MoveResult)
+_task_state = TaskState
+_ledger_row = LedgerRow
+_move_result = MoveResult
 
 _EMPTY: tuple[()] = ()  # the runtime's records of an empty entry hold this very tuple
 __all__ = ["MemoryStore"]

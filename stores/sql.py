@@ -52,7 +52,6 @@ from sqlalchemy import Engine, event
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
-from interlock.runtime.frozen import builder
 from interlock.runtime.store import (
     Claim,
     Decision,
@@ -90,9 +89,9 @@ from ._common import (
 from .engine import ADVISORY_NAMESPACE, make_engine, memory_lock, store_error
 from .migrate import check_schema
 
-_task_state = builder(TaskState)  # the hot paths' constructors (interlock.runtime.frozen.builder)
-_ledger_row = builder(LedgerRow)
-_move_result = builder(MoveResult)
+_task_state = TaskState
+_ledger_row = LedgerRow
+_move_result = MoveResult
 
 __all__ = ["SqlStore"]
 

@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from interlock.runtime.executors import ActionContext
-from interlock.runtime.frozen import builder, fast_init
+from interlock.runtime.frozen import fast_init
 from interlock.runtime.records import Counters
 from interlock.runtime.results import ArrivalResult, EntryResult, FireResult
-from interlock.runtime.store import EntryRecord, LedgerRow, MoveResult, TaskState
+from interlock.runtime.store import EntryRecord, LedgerRow, TaskState
 
 
 @fast_init
@@ -160,78 +160,9 @@ def test_fast_init_records_pickle_copy_and_subclass() -> None:
     assert (moved.step_id, moved.reason) == ("b", "approved") and moved != TaskState("T", "w", "b")
 
 
-@given(st.integers(), st.text(), st.lists(st.integers()), st.integers())
-def test_a_builder_builds_what_the_class_builds(a: int, b: str, c: list[int], d: int) -> None:
-    build = builder(Fast)
-    for built, made in ((build(a, b, c, d=d), Fast(a, b, c, d=d)), (build(a), Fast(a))):
-        assert type(built) is Fast and built == made
-        assert vars(built) == vars(made) and repr(built) == repr(made)
-    fresh = build(a)
-    assert fresh.c == [] and fresh.c is not build(a).c  # a default factory is called per instance
-
-
-def test_what_a_builder_builds_is_frozen_and_replaces_pickles_and_copies() -> None:
-    import copy
-    import pickle
-
-    row = builder(LedgerRow)(7, "T", "w", "a", "w", "b", "engine_transition", "agent", "S1", "S1")
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        row.route = "manual_move"  # type: ignore[misc]
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        del row.route  # type: ignore[misc]
-    assert dataclasses.replace(row, route="manual_move").route == "manual_move" and row.route == "engine_transition"
-    assert pickle.loads(pickle.dumps(row)) == row and copy.deepcopy(row) == row
-    assert isinstance(row, LedgerRow) and dataclasses.is_dataclass(row)
-    assert hash(row) == hash(LedgerRow(7, "T", "w", "a", "w", "b", "engine_transition", "agent", "S1", "S1"))
-
-
-def test_the_runtime_records_have_builders_with_their_signature() -> None:
-    task = TaskState("T", "w", "a")
-    samples = {
-        TaskState: ("T", "w", "a", "d", True, False, True),
-        LedgerRow: (1, "T", "w", "a", "w", "b", "manual_move"),
-        EntryRecord: (1, "T", "w", "b", ("queue_run",), (("queue_run", "boom"),)),
-        MoveResult: ("moved", None, task),
-        EntryResult: (1, "dispatched", ("queue_run",)),
-        ArrivalResult: ("moved", "T", "a", "b", 1, None),
-        FireResult: ("dispatched", "on_turn_complete", "T", "a", None, ("notify",), None),
-        ActionContext: ("notify", task, "w", "a", "on_turn_complete", 0, None, None, "op", "S", {"x": 1}),
-    }
-    for cls, args in samples.items():
-        assert builder(cls)(*args) == cls(*args), cls
-    with pytest.raises(TypeError, match="not a fast_init class"):
-        builder(Slow)
-
-
 def test_counters_add_each_adds_one_to_each_name() -> None:
     counters = Counters()
     counters.add_each(("transitions", "arrivals"))
     counters.add_each(("arrivals",))
     snap = counters.snapshot()
     assert (snap["transitions"], snap["arrivals"], snap["dispatches"]) == (1, 2, 0)
-
-
-def test_a_fast_init_class_with_another_base_keeps_its_name_and_builds_through_itself() -> None:
-    import pickle
-
-    base = builder(TaskState)
-    assert base is not TaskState and TaskState.__name__ == "TaskState"
-
-    assert (Labelled.__name__, Labelled.__qualname__) == ("Labelled", "Labelled")
-    assert builder(Labelled) is Labelled
-    made = builder(Labelled)("T", "w", "a", label="x")
-    assert type(made) is Labelled and made.label == "x" and repr(made).startswith("Labelled(id='T'")
-    assert pickle.loads(pickle.dumps(made)) == made
-
-
-def test_a_builder_called_wrongly_names_its_class() -> None:
-    with pytest.raises(TypeError, match=r"TaskState\.__init__\(\)"):
-        builder(TaskState)("T")
-
-
-@fast_init
-@dataclass(frozen=True)
-class Labelled(TaskState):
-    """A fast_init record derived from another: no twin class (another layout), its own __init__."""
-
-    label: str = ""
