@@ -236,9 +236,9 @@ class Lowering:
                                     "type": typ})
 
     def entry_decl(self, c: list[Any]) -> ir.EntryDecl:
-        clauses = c[1:]
+        clauses = c[2:]  # after ENTRY_OPEN (`entry`) and its `{`
         self._count(clauses, self.limits.max_items, "lists", "this `entry` block")
-        return construct(ir.EntryDecl, {"span": self.tspan(c[0]), "kind": "entry", "clauses": tuple(clauses)})
+        return construct(ir.EntryDecl, {"span": self.cover(c[0], c[1]), "kind": "entry", "clauses": tuple(clauses)})
 
     def entry_mode(self, c: list[Any]) -> Token:
         tok: Token = c[0]

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from lark import Lark, Token
+from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from .cache import cache_path, open_cached, write_cached
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from . import ir
     from .lower import Lowering
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "get_parser", "parse_module", "describe_expected"]
+__all__ = ["Limits", "DEFAULT_LIMITS", "get_parser", "parse_module", "parse_concrete", "describe_expected"]
 
 
 class Limits(NamedTuple):
@@ -207,6 +207,14 @@ class _ParserPickler(pickle.Pickler):
 
 
 def _load_parser(name: str, key: tuple[object, ...]) -> tuple[Lark, Lowering] | None:
+    from .lower import Lowering
+
+    loaded = _load_pickled(name, key, Lowering)
+    return None if loaded is None else (loaded[0], loaded[1])
+
+
+def _load_pickled(name: str, key: tuple[object, ...], companion: type) -> tuple[Lark, Any] | None:
+    """A cached (parser, `companion` instance) pair, or None when absent, stale or not trusted."""
     fh = open_cached(name)
     if fh is None:  # absent, or not a file that may be trusted
         return None
@@ -217,10 +225,8 @@ def _load_parser(name: str, key: tuple[object, ...]) -> tuple[Lark, Lowering] | 
             loaded = pickle.load(fh)
     except Exception:  # stale or unreadable: rebuild
         return None
-    from .lower import Lowering
-
     if not (isinstance(loaded, tuple) and len(loaded) == 2 and isinstance(loaded[0], Lark)
-            and isinstance(loaded[1], Lowering)):
+            and isinstance(loaded[1], companion)):
         return None
     return loaded[0], loaded[1]
 
@@ -233,12 +239,12 @@ def _build_scanners(parser: Lark) -> None:
             basic.scanner  # noqa: B018 - the property builds and keeps it
 
 
-def _store_parser(name: str, key: tuple[object, ...], parser: Lark, lowering: Lowering) -> None:
+def _store_parser(name: str, key: tuple[object, ...], parser: Lark, companion: object) -> None:
     def write(fh: IO[bytes]) -> None:
         if _PRECOMPILED:
             _build_scanners(parser)
         pickle.dump(key, fh, protocol=pickle.HIGHEST_PROTOCOL)  # its own memo: loaded on its own
-        _ParserPickler(fh).dump((parser, lowering))
+        _ParserPickler(fh).dump((parser, companion))
 
     # no safe folder, a full disk, or a Lark that cannot be pickled: only costs time
     write_cached(name, write)
@@ -255,6 +261,65 @@ def get_parser() -> Lark:
 
 # One lowering state per process: parses take turns (they hold the GIL throughout anyway).
 _PARSE_LOCK = threading.Lock()
+
+
+# ---- the concrete parser (the formatter's) -------------------------------------------------------
+
+
+class CommentSink:
+    """The concrete parser's lexer callback on COMMENT: keeps the comments of one parse, in order.
+
+    Comments are `%ignore`d, so the parse tree never holds them; Lark still hands every
+    ignored token that has a callback to it first.
+    """
+
+    def __init__(self) -> None:
+        self.comments: list[Token] = []
+
+    def __call__(self, token: Token) -> Token:
+        self.comments.append(token)
+        return token
+
+
+@lru_cache(maxsize=1)
+def _concrete_parser() -> tuple[Lark, CommentSink]:
+    """The same grammar and tables, building a full parse tree (every token kept) and
+    collecting comments; cached on disk beside the lowering parser."""
+    import lark
+
+    text = grammar_text()
+    key = (*_parser_key(text, lark.__version__), "concrete")
+    name = "wf-concrete-" + parser_cache_name(lark.__version__)[len("wf-"):]
+    loaded = _load_pickled(name, key, CommentSink)
+    if loaded is not None:
+        return loaded[0], loaded[1]
+    sink = CommentSink()
+    parser = Lark(text, parser="lalr", lexer="contextual", propagate_positions=False, maybe_placeholders=False,
+                  keep_all_tokens=True, lexer_callbacks={"COMMENT": sink})
+    _store_parser(name, key, parser, sink)
+    return parser, sink
+
+
+_CONCRETE_LOCK = threading.Lock()
+
+
+def parse_concrete(source: SourceFile, limits: Limits = DEFAULT_LIMITS) -> tuple[Tree | None, list[Token], Diagnostic | None]:
+    """The concrete syntax of one file: its parse tree (every token, in source order) and its
+    comment tokens, or the diagnostic that refused it (a limit, or a syntax error exactly as
+    `parse_module` reports it).  Nothing is lowered: the tree is what the formatter reads."""
+    refused = _prescan(source, limits)
+    if refused is not None:
+        return None, [], refused
+    parser, sink = _concrete_parser()
+    with _CONCRETE_LOCK:
+        sink.comments = []
+        try:
+            tree = parser.parse(source.text)
+        except UnexpectedInput as exc:
+            return None, [], _syntax_diagnostic(source, exc)
+        finally:
+            comments, sink.comments = sink.comments, []
+    return tree, comments, None
 
 
 # ---- words for expected tokens ----------------------------------------------------------
@@ -330,6 +395,9 @@ _LAST_TOKEN = re.compile(r'("[^"\n]*"|[^\s,(\[{]+)\s*$')
 def _known_mistake(source: SourceFile, token: Token, span: Span, expected: set[str]) -> Diagnostic | None:
     """A syntax error that is a common, recognisable slip, explained with its fix (or None)."""
     if token.type == "ENTRY_OPEN" and "ENTRY_OPEN" not in expected:
+        brace = source.text.find("{", token.end_pos or 0)  # the token only looks ahead at its `{`
+        if brace >= 0:
+            span = source.span(token.start_pos or 0, brace + 1)
         where = "a step" if "START" in expected or "MANUAL_MOVE" in expected else \
             "a workflow" if "HIDDEN" in expected or "STEP" in expected else "another block"
         return make("misplaced-entry-block", span, f"an `entry {{ … }}` block inside {where}: entry blocks are "

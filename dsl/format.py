@@ -1,0 +1,773 @@
+"""`.wf` source text in, the same program in the canonical layout out (`interlock fmt`), every comment kept.
+
+The formatter works from the concrete structure, never from the IR: the concrete parse
+tree holds every token in source order (`interlock.dsl.parser.parse_concrete`), the
+comments come from the lexer, and the source text says where the blank lines were.  The
+tree is turned into a layout document (text, line breaks that may or may not break,
+groups, indentation, comments kept to the end of their line) which a Wadler/Prettier
+style printer lays out at `WIDTH` columns.
+
+Layout, in short (docs/fmt.md has the full list): two-space indentation; one block item
+per line; a block whose source was on one line stays on one line when it fits (items two
+spaces apart); runs of blank lines collapse to one and none are kept at the start or end
+of a block; argument, parameter, list and map literals that do not fit are written one
+element per line with a trailing comma; name lists (`role`, `on`, entry lists) fill
+lines; `when` clauses and `on` clauses move to a continuation line when the line is too
+long.  Token texts (strings, numbers, names) are written exactly as they are in the
+source.  The only tokens the formatter adds or drops are commas where the grammar makes
+them optional.
+
+Comments: a comment on a line of its own is written on a line of its own before the
+token that follows it (at that token's indentation; before a closing brace, inside the
+block); a comment after code stays at the end of that line, aligned with the trailing
+comments of the lines next to it.  Every token and every comment is visited exactly once
+in source order; if either count comes out wrong, `FormatError` is raised instead of
+writing text that lost something.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+from lark import Tree as _Tree
+
+from .comments import Comment, CommentCursor, collect
+from .diagnostics import Diagnostic
+from .parser import DEFAULT_LIMITS, Limits, parse_concrete
+from .source import SourceFile
+
+if TYPE_CHECKING:
+    from lark import Token, Tree
+
+__all__ = ["WIDTH", "FormatResult", "FormatError", "format_source", "format_text"]
+
+WIDTH = 100
+"""The line width the formatter wraps at (a string or a name longer than that is never split)."""
+INDENT = 2
+"""Spaces per block level."""
+CONTINUATION = 4
+"""Extra indentation of a `when …` or `on …` clause moved to a line of its own."""
+COMMENT_GAP = 2
+"""Blanks at least between code and a comment at the end of its line."""
+
+
+class FormatError(Exception):
+    """The formatter would have lost or duplicated a token or a comment (a bug; nothing is written)."""
+
+
+@dataclass(frozen=True)
+class FormatResult:
+    """One file through the formatter.
+
+    `text` is the formatted text, or the original text when the file could not be
+    formatted (`diagnostics` then says why: a syntax error or a limit).
+    """
+
+    name: str
+    original: str
+    text: str
+    diagnostics: tuple[Diagnostic, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        """The file was formatted (it parsed)."""
+        return not self.diagnostics
+
+    @property
+    def changed(self) -> bool:
+        """Formatting changed the text."""
+        return self.text != self.original
+
+
+def format_source(text: str, name: str = "<stdin>", *, limits: Limits = DEFAULT_LIMITS) -> FormatResult:
+    """Format one file's text; a file that does not parse comes back unchanged, with its diagnostic."""
+    source = SourceFile(name, text)
+    tree, comment_tokens, refused = parse_concrete(source, limits)
+    if tree is None:
+        assert refused is not None
+        return FormatResult(name, text, text, (refused,))
+    formatted = format_text(tree, collect(comment_tokens, text), text)
+    return FormatResult(name, text, formatted)
+
+
+# ---- layout documents -------------------------------------------------------------------------
+#
+# A document is a str (text), a list (one after another), one of the break markers, or one
+# of the node classes below.
+
+
+class _Break:
+    __slots__ = ("flat",)
+
+    def __init__(self, flat: str) -> None:
+        self.flat = flat  # what it prints as when its group is flat
+
+
+LINE = _Break(" ")
+"""A blank, or a line break when the enclosing group does not fit."""
+SOFT = _Break("")
+"""Nothing, or a line break when the enclosing group does not fit."""
+
+
+class _Hard:
+    __slots__ = ()
+
+
+HARD = _Hard()
+"""Always a line break."""
+
+
+class _Fresh:
+    __slots__ = ()
+
+
+FRESH = _Fresh()
+"""A line break unless the current line is still empty (a comment of its own line starts here)."""
+
+
+class Group:
+    """Printed flat (every LINE a blank) when it fits in what is left of the line, else broken."""
+
+    __slots__ = ("doc", "broken")
+
+    def __init__(self, doc: Doc, broken: bool = False) -> None:
+        self.doc = doc
+        self.broken = broken  # holds a line break of its own (a comment): never flat
+
+
+class Flat:
+    """Always printed flat (a block the formatter already decided fits on one line)."""
+
+    __slots__ = ("doc",)
+
+    def __init__(self, doc: Doc) -> None:
+        self.doc = doc
+
+
+class Indent:
+    __slots__ = ("doc", "by")
+
+    def __init__(self, doc: Doc, by: int = INDENT) -> None:
+        self.doc = doc
+        self.by = by
+
+
+class IfBreak:
+    """`broken` when the enclosing group is broken, else `flat`."""
+
+    __slots__ = ("broken", "flat")
+
+    def __init__(self, broken: Doc, flat: Doc = "") -> None:
+        self.broken = broken
+        self.flat = flat
+
+
+class Suffix:
+    """A comment written at the end of the current line (at the next line break)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class Fill:
+    """[content, separator, content, …]: each separator breaks only when the next content does not fit."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[Doc]) -> None:
+        self.parts = parts
+
+
+Doc = Union[str, list["Doc"], _Break, _Hard, _Fresh, Group, Flat, Indent, IfBreak, Suffix, Fill]
+
+_FLAT, _BROKEN = 0, 1
+
+
+def flat_width(doc: Doc) -> int:
+    """Columns `doc` takes when printed flat (comments at the end of a line do not count)."""
+    total = 0
+    stack = [doc]
+    while stack:
+        d = stack.pop()
+        t = type(d)
+        if t is str:
+            total += len(d)  # type: ignore[arg-type]
+        elif t is list:
+            stack.extend(d)  # type: ignore[arg-type]
+        elif t is _Break:
+            total += len(d.flat)  # type: ignore[union-attr]
+        elif t is IfBreak:
+            stack.append(d.flat)  # type: ignore[union-attr]
+        elif t is Fill:
+            stack.extend(d.parts)  # type: ignore[union-attr]
+        elif t is Group or t is Flat or t is Indent:
+            stack.append(d.doc)  # type: ignore[union-attr]
+        elif t is _Hard or t is _Fresh:
+            total += WIDTH * 10
+    return total
+
+
+def _fits(doc: Doc, mode: int, rest: list[tuple[int, int, Doc]], width: int, with_rest: bool = True) -> bool:
+    """Whether `doc` (in `mode`), then what follows it up to the next line break, fits in `width` columns."""
+    todo: list[tuple[int, Doc]] = [(mode, doc)]
+    r = len(rest)
+    while width >= 0:
+        if not todo:
+            if not with_rest or r == 0:
+                return True
+            r -= 1
+            _, m, d = rest[r]
+            todo.append((m, d))
+            continue
+        m, d = todo.pop()
+        t = type(d)
+        if t is str:
+            width -= len(d)  # type: ignore[arg-type]
+        elif t is list:
+            todo.extend((m, x) for x in reversed(d))  # type: ignore[union-attr]
+        elif t is _Break:
+            if m == _BROKEN:
+                return True
+            width -= len(d.flat)  # type: ignore[union-attr]
+        elif t is _Hard or t is _Fresh:
+            return True
+        elif t is Group:
+            todo.append((_BROKEN if d.broken and m == _BROKEN else m, d.doc))  # type: ignore[union-attr]
+        elif t is Flat:
+            todo.append((_FLAT, d.doc))  # type: ignore[union-attr]
+        elif t is Indent:
+            todo.append((m, d.doc))  # type: ignore[union-attr]
+        elif t is IfBreak:
+            todo.append((m, d.broken if m == _BROKEN else d.flat))  # type: ignore[union-attr]
+        elif t is Fill:
+            todo.extend((m, x) for x in reversed(d.parts))  # type: ignore[union-attr]
+        elif t is Suffix and not with_rest:  # a fill's separator breaks after a comment
+            return False
+    return False
+
+
+def render(doc: Doc, width: int = WIDTH) -> str:
+    """Lay `doc` out at `width` columns; trailing comments of neighbouring lines are aligned."""
+    lines: list[tuple[str, int, str | None]] = []  # (code, indentation, comment at its end)
+    cur: list[str] = []
+    col = 0
+    indent_now = 0
+    content = False  # the current line has text beyond its indentation
+    suffixes: list[str] = []
+
+    def newline(ind: int) -> None:
+        nonlocal col, content, indent_now
+        code = "".join(cur).rstrip()
+        lines.append((code, indent_now, "  ".join(suffixes) if suffixes else None))
+        suffixes.clear()
+        cur.clear()
+        cur.append(" " * ind)
+        col = ind
+        indent_now = ind
+        content = False
+
+    stack: list[tuple[int, int, Doc]] = [(0, _BROKEN, doc)]
+    while stack:
+        ind, mode, d = stack.pop()
+        t = type(d)
+        if t is str:
+            if d:
+                cur.append(d)  # type: ignore[arg-type]
+                col += len(d)  # type: ignore[arg-type]
+                content = True
+        elif t is list:
+            stack.extend((ind, mode, x) for x in reversed(d))  # type: ignore[union-attr]
+        elif t is _Break:
+            if mode == _FLAT:
+                flat = d.flat  # type: ignore[union-attr]
+                if flat:
+                    cur.append(flat)
+                    col += len(flat)
+            else:
+                newline(ind)
+        elif t is _Hard:
+            newline(ind)
+        elif t is _Fresh:
+            if content or suffixes:
+                newline(ind)
+        elif t is Group:
+            if mode == _FLAT:
+                stack.append((ind, _FLAT, d.doc))  # type: ignore[union-attr]
+            elif d.broken:  # type: ignore[union-attr]
+                stack.append((ind, _BROKEN, d.doc))  # type: ignore[union-attr]
+            else:
+                fits = _fits(d.doc, _FLAT, stack, width - col)  # type: ignore[union-attr]
+                stack.append((ind, _FLAT if fits else _BROKEN, d.doc))  # type: ignore[union-attr]
+        elif t is Flat:
+            stack.append((ind, _FLAT, d.doc))  # type: ignore[union-attr]
+        elif t is Indent:
+            stack.append((ind + d.by, mode, d.doc))  # type: ignore[union-attr]
+        elif t is IfBreak:
+            stack.append((ind, mode, d.broken if mode == _BROKEN else d.flat))  # type: ignore[union-attr]
+        elif t is Suffix:
+            if suffixes:  # two comments never share a line: the first one ends it
+                newline(ind)
+            suffixes.append(d.text)  # type: ignore[union-attr]
+        elif t is Fill:
+            parts = d.parts  # type: ignore[union-attr]
+            if not parts:
+                continue
+            if mode == _FLAT:
+                stack.extend((ind, _FLAT, x) for x in reversed(parts))
+                continue
+            first = parts[0]
+            first_mode = _FLAT if _fits(first, _FLAT, [], width - col, with_rest=False) else _BROKEN
+            if len(parts) >= 3:
+                pair_fits = _fits([first, parts[1], parts[2]], _FLAT, [], width - col, with_rest=False)
+                stack.append((ind, mode, Fill(parts[2:])))
+                stack.append((ind, _FLAT if pair_fits else _BROKEN, parts[1]))
+            stack.append((ind, first_mode, first))
+    if content or suffixes or len(cur) > 1:
+        newline(0)
+    return _join(lines)
+
+
+def _join(lines: list[tuple[str, int, str | None]]) -> str:
+    """The lines as text, each run of neighbouring lines (same indentation) with end comments aligned."""
+    out: list[str] = []
+    i, n = 0, len(lines)
+    while i < n:
+        code, ind, comment = lines[i]
+        if comment is None:
+            out.append(code)
+            i += 1
+            continue
+        if not code.strip():  # nothing before it any more: a comment of its own line
+            out.append(" " * ind + comment)
+            i += 1
+            continue
+        j = i
+        while j < n and lines[j][2] is not None and lines[j][0].strip() and lines[j][1] == ind:
+            j += 1
+        column = max(len(lines[k][0]) for k in range(i, j)) + COMMENT_GAP
+        out.extend(lines[k][0].ljust(column) + (lines[k][2] or "") for k in range(i, j))
+        i = j
+    while out and not out[-1]:
+        out.pop()
+    return "\n".join(out) + "\n" if out else ""
+
+
+# ---- from the concrete tree to a document --------------------------------------------------------
+
+_NO_SPACE_BEFORE = frozenset({",", ")", "]", ":", ".", "?"})
+_NO_SPACE_AFTER = frozenset({"(", "[", "."})
+_CALLERS = frozenset({"NAME", "QUORUM"})  # a `(` or `[` right after one of these opens its arguments
+
+Node = Union["Tree[Token]", "Token"]
+
+
+def _is_tree(node: object) -> bool:
+    return type(node) is _Tree
+
+
+def _tokens(node: Node) -> Iterator[Token]:
+    """The tokens of a subtree, in source order."""
+    stack: list[Node] = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is _Tree:
+            stack.extend(reversed(n.children))  # type: ignore[union-attr]
+        else:
+            yield n  # type: ignore[misc]
+
+
+def _first(node: Node) -> Token:
+    while type(node) is _Tree:
+        node = node.children[0]  # type: ignore[union-attr]
+    return node  # type: ignore[return-value]
+
+
+def _is(node: Node, text: str) -> bool:
+    """`node` is the token `text` (a bracket, a comma, a keyword)."""
+    return type(node) is not _Tree and node == text
+
+
+class _Builder:
+    """Turns the concrete tree into a document, visiting every token once, in source order."""
+
+    def __init__(self, comments: list[Comment], text: str) -> None:
+        self.cursor = CommentCursor(comments, text)
+        self.seen = 0  # tokens visited
+        self.prev: Token | None = None  # the token visited last
+        self.last_line = 0  # its line
+        self.mark = 0  # comments handed out before the comment trailing the token visited last
+        self.handler_heads: dict[int, tuple[list[Doc], int]] = {}  # one-line handler -> (padding slot, head width)
+
+    # ---- tokens and their comments -------------------------------------------------------------
+    def tok(self, t: Token) -> Doc:
+        """A token's text, with the comments before it (each on a line of its own) and after it."""
+        self.seen += 1
+        cursor = self.cursor
+        start = t.start_pos or 0
+        line = t.line or 0
+        lead = cursor.before(start) if start > cursor.next_start else None
+        self.mark = cursor.index
+        trail = cursor.after(t.end_pos or start, line) if line == cursor.next_line else None
+        self.prev = t
+        self.last_line = line
+        text = str(t)
+        if not lead and trail is None:
+            return text
+        parts: list[Doc] = self.leading(lead, line) if lead else []
+        parts.append(text)
+        if trail is not None:
+            parts.append(Suffix(trail.text))
+        return parts
+
+    def drop(self, t: Token) -> Doc:
+        """A token the layout leaves out (an optional comma): only its comments are written."""
+        self.seen += 1
+        cursor = self.cursor
+        start = t.start_pos or 0
+        lead = cursor.before(start)
+        self.mark = cursor.index
+        trail = cursor.after(t.end_pos or start, t.line or 0)
+        parts: list[Doc] = self.leading(lead, t.line or 0) if lead else []
+        if trail is not None:
+            parts.append(Suffix(trail.text))
+        return parts
+
+    def leading(self, comments: list[Comment], next_line: int, dangling: bool = False) -> list[Doc]:
+        """Comments written on lines of their own before a token on `next_line` (`dangling`: before a
+        closing bracket, whose own line break follows them)."""
+        parts: list[Doc] = []
+        previous = 0
+        for c in comments:
+            if c.own_line:
+                parts.append(FRESH)
+                if previous and c.line - previous > 1:
+                    parts.append(HARD)  # one blank line kept between two comments
+                parts.append(c.text)
+                parts.append(HARD)
+            else:  # it trailed a dropped comma: it stays at the end of its line
+                parts.append(Suffix(c.text))
+            previous = c.line
+        if not parts:
+            return parts
+        if dangling:
+            if parts[-1] is HARD:
+                parts.pop()
+        elif comments[-1].own_line and next_line - previous > 1:
+            parts.append(HARD)  # the blank line between a comment and its token
+        return parts
+
+    def space(self, nxt: Token) -> str:
+        prev = self.prev
+        if prev is None or nxt in _NO_SPACE_BEFORE or prev in _NO_SPACE_AFTER:
+            return ""
+        if (nxt == "(" or nxt == "[") and prev.type in _CALLERS:
+            return ""
+        return " "
+
+    # ---- generic pieces ------------------------------------------------------------------------------
+    def node(self, child: Node, depth: int) -> Doc:
+        if type(child) is _Tree:
+            method = _RULES.get(child.data)  # type: ignore[union-attr]
+            if method is not None:
+                return method(self, child, depth)
+            return self.inline(child.children, depth)[1:]  # type: ignore[union-attr]
+        return self.tok(child)  # type: ignore[arg-type]
+
+    def inline(self, children: list[Node], depth: int) -> list[Doc]:
+        """Children one after another, a blank between two tokens where the house style wants one."""
+        out: list[Doc] = []
+        for child in children:
+            out.append(self.space(_first(child)))
+            out.append(self.node(child, depth))
+        return out
+
+    def tail(self, children: list[Node], depth: int) -> list[Doc]:
+        """`inline` without the blank before the first child."""
+        return self.inline(children, depth)[1:]
+
+    def bracketed(self, children: list[Node], depth: int, trailing: bool) -> Doc:
+        """`(a, b)`, `[…]`, `{…}`: flat when it fits, else one element per line, with a trailing comma
+        where the grammar allows one (`trailing`)."""
+        open_tok, close_tok = children[0], children[-1]
+        start = self.cursor.index
+        head = self.tok(open_tok)  # type: ignore[arg-type]
+        elements: list[list[Node]] = [[]]
+        commas: list[Token] = []
+        for c in children[1:-1]:
+            if _is(c, ","):
+                commas.append(c)  # type: ignore[arg-type]
+                elements.append([])
+            else:
+                elements[-1].append(c)
+        if not elements[-1]:
+            elements.pop()  # after a trailing comma, or an empty list
+        body: list[Doc] = []
+        last = len(elements) - 1
+        for i, element in enumerate(elements):
+            if i:
+                body.append(LINE)
+            body.append(self.inline(element, depth)[1:])
+            if i < last:
+                body.append(self.tok(commas[i]))
+            else:
+                body.append(IfBreak("," if trailing else ""))
+                if i < len(commas):  # the source's trailing comma: the layout decides
+                    body.append(self.drop(commas[i]))
+        close_lead = self.cursor.before(close_tok.start_pos or 0)  # type: ignore[union-attr]
+        if close_lead:
+            body.append(self.leading(close_lead, close_tok.line or 0, dangling=True))  # type: ignore[union-attr]
+        end = self.tok(close_tok)  # type: ignore[arg-type]
+        broken = self.mark != start  # a comment inside (one after the `)` is not)
+        if not body:
+            return Group([head, end], broken)
+        return Group([head, Indent([SOFT, *body]), SOFT, end], broken)
+
+    def names(self, children: list[Node], depth: int, hang: int) -> Doc:
+        """`a, b, c` filling lines; continuation lines `hang` columns in (under the first name)."""
+        parts: list[Doc] = []
+        content: list[Doc] = []
+        for c in children:
+            if _is(c, ","):
+                content.append(self.tok(c))  # type: ignore[arg-type]
+                parts.append(content)
+                parts.append(LINE)
+                content = []
+            else:
+                content.append(self.node(c, depth))
+        parts.append(content)
+        return Indent(Fill(parts), hang)
+
+    def clause(self, children: list[Node], depth: int) -> Doc:
+        """`when …`, `on …`, `requires_approval`: on the line when it fits, else on a continuation line."""
+        start = self.cursor.index
+        docs = self.tail(children, depth)
+        return Group(Indent([LINE, *docs], CONTINUATION), self.mark != start)
+
+    # ---- blocks ----------------------------------------------------------------------------------------
+    def separate(self, first: Token, first_in_block: bool) -> tuple[list[Doc], bool]:
+        """The line break before a block item (and a blank line if the source had one there), then the
+        comments of their own lines above it; whether the run of aligned lines above ends here."""
+        cursor = self.cursor
+        start = first.start_pos or 0
+        first_line = cursor.first_line_before(start, first.line or 0)
+        blank = not first_in_block and first_line - self.last_line > 1
+        out: list[Doc] = [HARD, HARD] if blank else [HARD]
+        lead = cursor.before(start)
+        if lead:
+            out.extend(self.leading(lead, first.line or 0))
+        return out, blank or bool(lead)
+
+    def block(self, tree: Tree[Token], depth: int, head: list[Doc], brace: int, align: bool = False,
+              pad: list[Doc] | None = None) -> Doc:
+        """`HEAD { item … }` from the children after the head (the `{` is child `brace`): one item per
+        line, or all on the head's line, two blanks apart, when the source had the block on one line
+        and it fits.  `align`: line up the `{` of neighbouring one-line handlers; `pad`: this is a
+        handler, and its head is padded through this slot."""
+        ch = tree.children
+        open_doc = self.tok(ch[brace])  # type: ignore[arg-type]
+        close_tok: Token = ch[-1]  # type: ignore[assignment]
+        docs: list[list[Doc]] = []
+        seps: list[list[Doc]] = []
+        breaks: list[bool] = []
+        for item in ch[brace + 1:-1]:
+            if _is(item, ",") and docs:  # an optional comma after a record field
+                docs[-1].append(self.drop(item))  # type: ignore[arg-type]
+                continue
+            sep, ends_run = self.separate(_first(item), first_in_block=not docs)
+            seps.append(sep)
+            breaks.append(ends_run)
+            docs.append([self.item(item, depth + 1)])
+        close_first = self.cursor.first_line_before(close_tok.start_pos or 0, close_tok.line or 0)
+        close_lead = self.cursor.before(close_tok.start_pos or 0)
+        dangling: list[Doc] = []
+        if close_lead:
+            dangling.append(HARD)
+            if docs and close_first - self.last_line > 1:
+                dangling.append(HARD)
+            dangling.extend(self.leading(close_lead, close_tok.line or 0, dangling=True))
+        end = self.tok(close_tok)
+        if align:
+            self.align(docs, breaks)
+        if not docs and not dangling:
+            return [*head, " ", open_doc, end]
+        if _first(tree).line == close_tok.line:
+            flat: list[Doc] = [*head]
+            if pad is not None:
+                flat.append(pad)
+            flat += [" ", open_doc, " "]
+            for i, d in enumerate(docs):
+                if i:
+                    flat.append("  ")
+                flat.append(d)
+            flat += [" ", end]
+            if depth * INDENT + flat_width(flat) <= WIDTH:
+                return Flat(flat)
+        body: list[Doc] = []
+        for sep, d in zip(seps, docs):
+            body.append(sep)
+            body.append(d)
+        body.extend(dangling)
+        return [*head, " ", open_doc, Indent(body), HARD, end]
+
+    def align(self, docs: list[list[Doc]], breaks: list[bool]) -> None:
+        """Pad the heads of neighbouring one-line handlers (no blank line or comment between them)."""
+        run: list[tuple[list[Doc], int]] = []
+
+        def flush() -> None:
+            if len(run) > 1:
+                widest = max(w for _, w in run)
+                for slot, w in run:
+                    slot.append(" " * (widest - w))
+            run.clear()
+
+        for d, ends_run in zip(docs, breaks):
+            info = self.handler_heads.get(id(d[0]))
+            if info is None or ends_run:
+                flush()
+            if info is not None:
+                run.append(info)
+        flush()
+
+    def item(self, item: Node, depth: int) -> Doc:
+        return self.node(item, depth)
+
+    # ---- the file ---------------------------------------------------------------------------------------
+    def module(self, tree: Tree[Token]) -> Doc:
+        parts: list[Doc] = []
+        for i, decl in enumerate(tree.children):
+            sep, _ = self.separate(_first(decl), first_in_block=i == 0)
+            parts.append(sep[1:] if i == 0 else sep)  # nothing before the first declaration
+            parts.append(self.node(decl, 0))
+        rest = self.cursor.rest()
+        if rest:
+            if tree.children:
+                parts.append(HARD)
+                if rest[0].line - self.last_line > 1:
+                    parts.append(HARD)
+            parts.append(self.leading(rest, 0, dangling=True))
+        return parts
+
+
+def _brace_index(tree: Tree[Token]) -> int:
+    return next(i for i, c in enumerate(tree.children) if _is(c, "{"))
+
+
+def _plain_block(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
+    """record, entry, workflow, dispatch, payload: the head inline, then the block."""
+    brace = _brace_index(tree)
+    return self.block(tree, depth, self.inline(tree.children[:brace], depth)[1:], brace)
+
+
+def _step(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
+    brace = _brace_index(tree)
+    return self.block(tree, depth, self.inline(tree.children[:brace], depth)[1:], brace, align=True)
+
+
+def _handler(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
+    brace = _brace_index(tree)
+    head = self.inline(tree.children[:brace], depth)[1:]
+    pad: list[Doc] = []
+    doc = self.block(tree, depth, head, brace, pad=pad)
+    if type(doc) is Flat:
+        self.handler_heads[id(doc)] = (pad, flat_width(head))
+    return doc
+
+
+def _load(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
+    ch = tree.children  # load NAME = NAME ( [expr ("," expr)*] ) { load_case* }
+    close = next(i for i, c in enumerate(ch) if _is(c, ")"))
+    head = self.inline(ch[:4], depth)[1:]
+    head.append(self.bracketed(ch[4:close + 1], depth, trailing=False))
+    return self.block(tree, depth, head, close + 1)
+
+
+def _declared(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
+    """`trigger NAME (PARAMS) entry`, `task NAME (PARAMS) on T, …`: a blank before the parameters."""
+    out: list[Doc] = []
+    for c in tree.children:
+        if type(c) is _Tree and c.data == "params":  # type: ignore[union-attr]
+            out.append(" ")
+            out.append(self.bracketed(c.children, depth, trailing=True))  # type: ignore[union-attr]
+        elif type(c) is _Tree and c.data == "on_clause":  # type: ignore[union-attr]
+            out.append(self.clause([c], depth))
+        else:
+            out.append(self.space(_first(c)))
+            out.append(self.node(c, depth))
+    return out[1:]
+
+
+def _on_clause(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
+    ch = tree.children  # on NAME ("," NAME)*
+    return [self.tok(ch[0]), " ", self.names(ch[1:], depth, hang=len("on "))]  # type: ignore[arg-type]
+
+
+def _role(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
+    ch = tree.children
+    return [self.tok(ch[0]), " ", self.names(ch[1:], depth, hang=len("role "))]  # type: ignore[arg-type]
+
+
+def _entry_clause(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
+    ch = tree.children  # entry_mode NAME ("," NAME)*
+    mode = _first(ch[0])
+    return [self.node(ch[0], depth), " ", self.names(ch[1:], depth, hang=len(mode) + 1)]
+
+
+def _action(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
+    """NAME (ARGS) [when quorum(…)] [requires_approval]: the last two may move to continuation lines."""
+    out: list[Doc] = []
+    for c in tree.children:
+        if type(c) is _Tree and c.data == "args":  # type: ignore[union-attr]
+            out.append(self.bracketed(c.children, depth, trailing=True))  # type: ignore[union-attr]
+        elif (type(c) is _Tree and c.data == "guard") or _is(c, "requires_approval"):  # type: ignore[union-attr]
+            out.append(self.clause([c], depth))
+        else:
+            out.append(self.node(c, depth))
+    return out
+
+
+def _when(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
+    """`skip …`, `operation …`: the `when EXPR` clause may move to a continuation line."""
+    ch = tree.children
+    at = next((i for i, c in enumerate(ch) if _is(c, "when")), len(ch))
+    out = self.inline(ch[:at], depth)[1:]
+    if at < len(ch):
+        out.append(self.clause(ch[at:], depth))
+    return out
+
+
+def _bracketed(trailing: bool) -> object:
+    def build(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
+        return self.bracketed(tree.children, depth, trailing)
+
+    return build
+
+
+def _call_value(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
+    ch = tree.children  # path ( [value ("," value)*] )
+    return [self.node(ch[0], depth), self.bracketed(ch[1:], depth, trailing=False)]
+
+
+_RULES: dict[str, Any] = {
+    "record_decl": _plain_block, "entry_decl": _plain_block, "workflow_decl": _plain_block,
+    "dispatch_decl": _plain_block, "payload_item": _plain_block, "step_decl": _step, "handler": _handler,
+    "load_item": _load, "trigger_decl": _declared, "action_decl": _declared, "on_clause": _on_clause,
+    "role_decl": _role, "entry_clause": _entry_clause, "action": _action, "skip_item": _when,
+    "operation_item": _when, "args": _bracketed(True), "list_value": _bracketed(True),
+    "map_value": _bracketed(True), "call_value": _call_value,
+}
+
+
+def format_text(tree: Tree[Token], comments: list[Comment], text: str) -> str:
+    """The canonical text of a parsed file, from its concrete tree, its comments and its text."""
+    builder = _Builder(comments, text)
+    doc = builder.module(tree)
+    total = sum(1 for _ in _tokens(tree))
+    if builder.seen != total:
+        raise FormatError(f"the formatter visited {builder.seen} of the file's {total} tokens")
+    if not builder.cursor.done:
+        raise FormatError(f"the formatter placed {builder.cursor.index} of the file's {len(comments)} comments")
+    return render(doc)
