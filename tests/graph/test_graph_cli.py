@@ -150,3 +150,11 @@ def test_help_lists_the_formats_and_exit_codes() -> None:
     assert proc.returncode == 0
     assert "{mermaid,dot,svg,png}" in out and "--workflow ID" in out and "--direction {LR,TB}" in out
     assert "Exit status: 0 drawn; 1" in " ".join(out.split())
+
+
+def test_a_file_without_workflows_is_a_usage_error(tmp_path: Path) -> None:
+    vocab = tmp_path / "vocab.wf"
+    vocab.write_text("role lead\n", encoding="utf-8")
+    proc = cli(str(vocab))
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr.decode() == f"interlock: error: {vocab}: the plan declares no workflow: there is nothing to draw\n"
