@@ -12,19 +12,21 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 HELP = "draw a file's workflows as a Mermaid, DOT, SVG or PNG diagram"
-DESCRIPTION = (
+DESCRIPTION = textwrap.fill(
     "Draw the workflows of a `.wf` file (or of a compiled plan, `.json`): a node per step, `[*]` into the start "
     "step and out of terminal steps, an edge per transition labelled with its trigger, guard and "
     "requires_approval, pull_from dashed, manual_move steps shaded, and a legend (docs/graph.md). Mermaid and "
     "DOT are written as text; SVG and PNG are rendered by Graphviz's `dot`, which must be installed. The "
-    "output is byte-identical across runs.")
-EPILOG = ("Exit status: 0 drawn; 1 the file has errors (diagnostics on stderr) or the plan is unusable; 2 usage "
-          "error: no such file, an unknown --workflow (the known ids are listed), --format svg/png without "
-          "Graphviz, -o into a missing folder.")
+    "output is byte-identical across runs.", width=100)
+EPILOG = textwrap.fill(
+    "Exit status: 0 drawn; 1 the file has errors (diagnostics on stderr) or the plan is unusable; 2 usage "
+    "error: no such file, an unknown --workflow (the known ids are listed), --format svg/png without "
+    "Graphviz, -o into a missing folder.", width=100)
 
 FORMATS = ("mermaid", "dot", "svg", "png")
 SUFFIXES = {".mmd": "mermaid", ".mermaid": "mermaid", ".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png"}
