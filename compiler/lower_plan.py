@@ -20,8 +20,7 @@ from interlock.runtime import plan as P
 from .binding import bind_args
 from .context import Context
 from .exprs import PLACEHOLDER, ExprScope, type_of
-from .passes.analyse import StepOrder, transition_target
-from .passes.validate import step_position
+from .steps import StepOrder, step_position, transition_target
 
 __all__ = ["lower_plan", "seal"]
 

@@ -13,6 +13,7 @@ from interlock.dsl import Diagnostic, Span, ir
 from interlock.dsl.diagnostics import label, make
 
 from ..context import Context
+from ..steps import StepOrder, step_position, transition_target
 from ..symbols import listing
 
 __all__ = ["validate"]
@@ -41,13 +42,6 @@ def _record_fields(ctx: Context, out: list[Diagnostic]) -> None:
                                     f"field `{f.name.name}` of record `{decl.name.name}` starts with `_`; names "
                                     "starting with `_` are reserved for the runtime",
                                     help=fix))
-
-
-def step_position(step: ir.StepDecl, index: int) -> int:
-    for s in step.settings:
-        if s.name == "position" and isinstance(s.value, ir.IntLit):
-            return s.value.value
-    return index
 
 
 def _workflow(wf: ir.WorkflowDecl, ctx: Context, out: list[Diagnostic]) -> None:
@@ -159,8 +153,6 @@ def _own_transition_help(wf: ir.WorkflowDecl, step: ir.StepDecl, action: ir.Acti
     """For a prelude transition on a trigger of the user's own: how to declare a transition for it."""
     if kind.action_class != "transition" or ctx.is_user(kind) or not ctx.is_user(trigger):
         return None
-    from .analyse import StepOrder, transition_target  # analyse imports this module
-
     target = transition_target(StepOrder(wf), step, action) or "STEP"
     name = f"move_on_{trigger.name.name.removeprefix('on_')}"
     return (f"the prelude's transitions are not declared on your trigger `{trigger.name.name}`; declare one that is: "
