@@ -339,14 +339,21 @@ def main(argv: Sequence[str] | None = None, *, one_shot: bool = False) -> int:
         return done.code if isinstance(done.code, int) else EXIT_USAGE
     try:
         if args.command in ("check", "compile"):  # the pre-commit path: nothing of the runtime is imported
-            if one_shot:
-                _import_front_end()
-                # one command, then the process ends: the collector would only re-scan the IR's acyclic
-                # objects (a third of a large file's compile); a library call never touches it
-                import gc
+            run = _check if args.command == "check" else _compile
+            if not one_shot:
+                return run(args)
+            _import_front_end()
+            # one command, then the process ends: the collector would only re-scan the IR's acyclic objects (a
+            # third of a large file's compile), so it is paused for the command; a library call never touches it
+            import gc
 
-                gc.disable()
-            return (_check if args.command == "check" else _compile)(args)
+            enabled = gc.isenabled()
+            gc.disable()
+            try:
+                return run(args)
+            finally:
+                if enabled:
+                    gc.enable()
         from .tools import TOOLS, tool
 
         if args.command in TOOLS:
