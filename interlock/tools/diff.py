@@ -15,6 +15,7 @@ import posixpath
 import subprocess
 import sys
 import tempfile
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,17 +31,20 @@ DIFF_VERSION = 1
 """The version of the JSON output (`diff_version`)."""
 
 HELP = "compare two versions of a workflow: breaking changes and the in-flight tasks they strand"
-DESCRIPTION = (
-    "Compare two versions of a workflow by id: workflows, steps, attributes, handlers and their actions, guards, the "
-    "entry policy, dispatch sequences, triggers, roles and kinds. Breaking changes (a step removed or renamed, a step "
-    "that lost every way out, a kind moved between the entry lists, a guard tightened, a trigger's payload changed, "
-    "a role, trigger, sequence or workflow removed) come first. With --store, the tasks, entries, seats and "
-    "decisions of that store that the change strands are listed (read-only: the store is never written).\n\n"
+DESCRIPTION = "\n\n".join(textwrap.fill(p, 88) for p in (
+    "Compare two versions of a workflow by id: workflows, steps, attributes, handlers and their actions, guards, "
+    "the entry policy, dispatch sequences, triggers, roles and kinds. Breaking changes (a step removed or renamed, "
+    "a step that lost every way out, a kind moved between the entry lists, a guard tightened, a trigger's payload "
+    "changed, a role, trigger, sequence or workflow removed) come first.",
+    "With --store, the tasks, entries, seats and decisions of that store the change strands are listed, each with "
+    "its task id (read-only: the store is never written, a missing SQLite file is an error).",
     "OLD and NEW are .wf files, compiled plans (.json), git:REV:PATH (the file as committed in REV; PATH as git "
-    "reads it: from the repository root, or ./PATH from the current folder) or git::PATH (the file as staged).")
-EPILOG = ("Exit status: 0 nothing stranded (and, with --fail-on-breaking, no breaking change); 1 a stranded task, "
-          "entry, seat or decision, or a breaking change with --fail-on-breaking; 2 usage error (a missing file, an "
-          "unknown git revision, a file that does not compile, a bad --store URL or database).")
+    "reads it: from the repository root, or ./PATH from the current folder) or git::PATH (the file as staged). "
+    "docs/diff.md describes every change code."))
+EPILOG = textwrap.fill(
+    "Exit status: 0 nothing stranded (and, with --fail-on-breaking, no breaking change); 1 a stranded task, entry, "
+    "seat or decision, or a breaking change with --fail-on-breaking; 2 usage error (a missing file, an unknown git "
+    "revision, a file that does not compile, a bad --store URL or database).", 88)
 
 
 class DiffUsageError(Exception):
