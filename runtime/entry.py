@@ -248,15 +248,17 @@ class EntryDispatch:
             store.finish_marker(entry_id, position, "failed", error)
 
     # ---- what an entry says -------------------------------------------------------------------------------------
-    def report(self, row: LedgerRow, step: PlanStep, session_live: bool, ran: Ran) -> EntryResult:
-        """An entry whose record is written (and committed): its records, in order, and its result."""
+    def report(self, row: LedgerRow, step: PlanStep | None, session_live: bool, ran: Ran) -> EntryResult:
+        """An entry whose record is written (and committed): its records, in order, and its result.  `step` None:
+        a step the plan does not know."""
         rec = self.recorder
-        if session_live and step.entry_inline:
+        if step is not None and session_live and step.entry_inline:
             self._inline(row, step)
         ran.deferred.flush(rec)
         rec.counters.add("entries_dispatched")
         if rec.active:
-            rec.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=list(ran.attempted),
+            rec.emit("entry", "info", task=row.task_id, step=step.id if step is not None else row.to_step_id,
+                     entry_id=row.id, attempted=list(ran.attempted),
                      failed=[{"kind": k, "error": e} for k, e in ran.failed], workflow=row.to_workflow_id,
                      session=row.session_id)
         return EntryResult(row.id, "dispatched", ran.attempted, ran.failed)
@@ -291,11 +293,7 @@ class EntryDispatch:
                 return self.redelivered(row)
         except StoreError as exc:
             return self._incomplete(row, exc)
-        self.recorder.counters.add("entries_dispatched")
-        self.recorder.emit("entry", "info", task=row.task_id, step=row.to_step_id, entry_id=row.id, attempted=[],
-                           failed=[{"kind": k, "error": e} for k, e in record.failed], workflow=row.to_workflow_id,
-                           session=row.session_id)
-        return EntryResult(row.id, "dispatched", (), record.failed)
+        return self.report(row, None, False, Ran((), record.failed, Deferred()))
 
     # ---- which mode a step's entry can take -------------------------------------------------------------------------
     def all_store_backed(self, step: PlanStep) -> bool:

@@ -61,7 +61,6 @@ _task_state = TaskState
 _ledger_row = LedgerRow
 _move_result = MoveResult
 
-_EMPTY: tuple[()] = ()  # the runtime's records of an empty entry hold this very tuple
 __all__ = ["MemoryStore"]
 
 K = TypeVar("K")
@@ -254,10 +253,7 @@ class MemoryStore:
 
     def record_entry(self, record: EntryRecord) -> bool:
         """Record the entry (see the protocol): False if the row has one already (nothing changed)."""
-        # Stored as the SQL store hands it back (tuples of str); the runtime's own records are that already.
-        attempted, failed = record.attempted, record.failed
-        if not (type(record) is EntryRecord and ((attempted is _EMPTY and failed is _EMPTY) or (
-                type(attempted) is tuple and type(failed) is tuple and _plain(record)))):
+        if not _stored_shape(record):  # kept as the SQL store hands it back: tuples of str
             record = replace(record, attempted=attempted_value(attempted_text(record.attempted)),
                              failed=failed_value(failed_text(record.failed)))
         entry_id = record.entry_id
@@ -267,19 +263,13 @@ class MemoryStore:
                 raise no_ledger_row_error(entry_id)
             if entry_id in self._entries:
                 return False
-            if not (record.task_id is row.task_id and record.workflow_id is row.to_workflow_id
-                    and record.step_id is row.to_step_id and record.step_id is not None
-                    and record.workflow_id is not None):  # the runtime's own records pass on identity alone
-                if row.to_workflow_id is None or row.to_step_id is None:
-                    raise no_destination_error(entry_id)
-                if (row.task_id != record.task_id or row.to_step_id != record.step_id
-                        or row.to_workflow_id != record.workflow_id):
-                    raise foreign_entry_error(entry_id, (record.task_id, record.workflow_id, record.step_id),
-                                              (row.task_id, row.to_workflow_id, row.to_step_id))
-            if self._undo is None:
-                self._entries[entry_id] = record
-            else:
-                self._put(self._entries, entry_id, record)
+            if row.to_workflow_id is None or row.to_step_id is None:
+                raise no_destination_error(entry_id)
+            if (row.task_id, row.to_workflow_id, row.to_step_id) != (record.task_id, record.workflow_id,
+                                                                      record.step_id):
+                raise foreign_entry_error(entry_id, (record.task_id, record.workflow_id, record.step_id),
+                                          (row.task_id, row.to_workflow_id, row.to_step_id))
+            self._put(self._entries, entry_id, record)
             return True
 
     def markers(self, entry_id: int) -> dict[int, Marker]:
@@ -483,8 +473,11 @@ def _by_id(row: LedgerRow | Participant | Decision) -> int:
     return int(row.id)
 
 
-def _plain(record: EntryRecord) -> bool:
-    """Every attempted kind a str, every failure a (str, str) tuple: stored as given."""
+def _stored_shape(record: EntryRecord) -> bool:
+    """Whether a record is in the shape the SQL store hands back (tuples; every attempted kind a str, every
+    failure a (str, str) tuple): then it is stored as given."""
+    if type(record.attempted) is not tuple or type(record.failed) is not tuple:
+        return False
     for k in record.attempted:
         if type(k) is not str:
             return False
