@@ -96,6 +96,12 @@ class CommentCursor:
         self._advance(self._i + 1)
         return c
 
+    def touches(self, start: int, end: int, line: int) -> bool:
+        """Whether a token at `start`..`end` on `line` has a comment before it or trailing it."""
+        if self.next_start < start:
+            return True
+        return line == self.next_line and not self._text[end:self.next_start].strip()
+
     def rest(self) -> list[Comment]:
         """Every comment not yet handed out (those after the last token)."""
         return self.before(_NEVER)

@@ -257,18 +257,30 @@ def render(doc: Doc, width: int = WIDTH) -> str:
     col = 0
     indent_now = 0
     content = False  # the current line has text beyond its indentation
-    suffixes: list[str] = []
+    suffix: str | None = None  # the comment waiting for the end of the current line
+    suffix_at = 0  # where in `cur` the code it trails ends
 
     def newline(ind: int) -> None:
-        nonlocal col, content, indent_now
+        nonlocal col, content, indent_now, suffix
         code = "".join(cur).rstrip()
-        lines.append((code, indent_now, "  ".join(suffixes) if suffixes else None))
-        suffixes.clear()
+        lines.append((code, indent_now, suffix))
+        suffix = None
         cur.clear()
         cur.append(" " * ind)
         col = ind
         indent_now = ind
         content = False
+
+    def split(ind: int) -> None:
+        """A second comment for this line: the first ends the line right after the code it trails."""
+        nonlocal col, content
+        rest = "".join(cur[suffix_at:]).lstrip()
+        del cur[suffix_at:]
+        newline(ind)
+        if rest:
+            cur.append(rest)
+            col += len(rest)
+            content = True
 
     stack: list[tuple[int, int, Doc]] = [(0, _BROKEN, doc)]
     while stack:
@@ -292,12 +304,13 @@ def render(doc: Doc, width: int = WIDTH) -> str:
         elif t is _Hard:
             newline(ind)
         elif t is _Fresh:
-            if content or suffixes:
+            if content or suffix is not None:
                 newline(ind)
         elif t is Group:
             if mode == _FLAT:
                 stack.append((ind, _FLAT, d.doc))  # type: ignore[union-attr]
-            elif d.broken:  # type: ignore[union-attr]
+            elif d.broken or suffix is not None:  # type: ignore[union-attr]
+                # a comment waits for the end of this line: the group's first break ends it
                 stack.append((ind, _BROKEN, d.doc))  # type: ignore[union-attr]
             else:
                 fits = _fits(d.doc, _FLAT, stack, width - col)  # type: ignore[union-attr]
@@ -309,9 +322,10 @@ def render(doc: Doc, width: int = WIDTH) -> str:
         elif t is IfBreak:
             stack.append((ind, mode, d.broken if mode == _BROKEN else d.flat))  # type: ignore[union-attr]
         elif t is Suffix:
-            if suffixes:  # two comments never share a line: the first one ends it
-                newline(ind)
-            suffixes.append(d.text)  # type: ignore[union-attr]
+            if suffix is not None:  # two comments never share a line
+                split(ind)
+            suffix = d.text  # type: ignore[union-attr]
+            suffix_at = len(cur)
         elif t is Fill:
             parts = d.parts  # type: ignore[union-attr]
             if not parts:
@@ -322,11 +336,12 @@ def render(doc: Doc, width: int = WIDTH) -> str:
             first = parts[0]
             first_mode = _FLAT if _fits(first, _FLAT, [], width - col, with_rest=False) else _BROKEN
             if len(parts) >= 3:
-                pair_fits = _fits([first, parts[1], parts[2]], _FLAT, [], width - col, with_rest=False)
+                pair_fits = suffix is None and _fits([first, parts[1], parts[2]], _FLAT, [], width - col,
+                                                     with_rest=False)
                 stack.append((ind, mode, Fill(parts[2:])))
                 stack.append((ind, _FLAT if pair_fits else _BROKEN, parts[1]))
             stack.append((ind, first_mode, first))
-    if content or suffixes or len(cur) > 1:
+    if content or suffix is not None:
         newline(0)
     return _join(lines)
 
@@ -400,6 +415,7 @@ class _Builder:
         self.prev: Token | None = None  # the token visited last
         self.last_line = 0  # its line
         self.mark = 0  # comments handed out before the comment trailing the token visited last
+        self.own_lines = 0  # comments written on lines of their own so far
         self.handler_heads: dict[int, tuple[list[Doc], int]] = {}  # one-line handler -> (padding slot, head width)
 
     # ---- tokens and their comments -------------------------------------------------------------
@@ -423,6 +439,13 @@ class _Builder:
             parts.append(Suffix(trail.text))
         return parts
 
+    def optional(self, t: Token) -> Doc | None:
+        """An optional comma: kept (and None returned) only when a comment is attached to it, else dropped."""
+        if self.cursor.touches(t.start_pos or 0, t.end_pos or 0, t.line or 0):
+            return self.tok(t)
+        self.drop(t)
+        return None
+
     def drop(self, t: Token) -> Doc:
         """A token the layout leaves out (an optional comma): only its comments are written."""
         self.seen += 1
@@ -443,6 +466,7 @@ class _Builder:
         previous = 0
         for c in comments:
             if c.own_line:
+                self.own_lines += 1
                 parts.append(FRESH)
                 if previous and c.line - previous > 1:
                     parts.append(HARD)  # one blank line kept between two comments
@@ -513,10 +537,9 @@ class _Builder:
             body.append(self.inline(element, depth)[1:])
             if i < last:
                 body.append(self.tok(commas[i]))
-            else:
-                body.append(IfBreak("," if trailing else ""))
-                if i < len(commas):  # the source's trailing comma: the layout decides
-                    body.append(self.drop(commas[i]))
+            else:  # a trailing comma is the layout's to write, unless a comment is attached to it
+                kept = self.optional(commas[i]) if i < len(commas) else None
+                body.append(IfBreak("," if trailing else "") if kept is None else kept)
         close_lead = self.cursor.before(close_tok.start_pos or 0)  # type: ignore[union-attr]
         if close_lead:
             body.append(self.leading(close_lead, close_tok.line or 0, dangling=True))  # type: ignore[union-attr]
@@ -542,10 +565,14 @@ class _Builder:
         return Indent(Fill(parts), hang)
 
     def clause(self, children: list[Node], depth: int) -> Doc:
-        """`when …`, `on …`, `requires_approval`: on the line when it fits, else on a continuation line."""
-        start = self.cursor.index
+        """`when …`, `on …`, `requires_approval`: on the line when it fits, else on a continuation line.
+
+        Only a comment on a line of its own inside forces the continuation line: a comment at the
+        end of a line inside has no line break of the clause after it to end at, so it moves to
+        the end of the clause's last line either way (and would not force it the next time)."""
+        start = self.own_lines
         docs = self.tail(children, depth)
-        return Group(Indent([LINE, *docs], CONTINUATION), self.mark != start)
+        return Group(Indent([LINE, *docs], CONTINUATION), self.own_lines != start)
 
     # ---- blocks ----------------------------------------------------------------------------------------
     def separate(self, first: Token, first_in_block: bool) -> tuple[list[Doc], bool]:
@@ -575,7 +602,9 @@ class _Builder:
         breaks: list[bool] = []
         for item in ch[brace + 1:-1]:
             if _is(item, ",") and docs:  # an optional comma after a record field
-                docs[-1].append(self.drop(item))  # type: ignore[arg-type]
+                kept = self.optional(item)  # type: ignore[arg-type]
+                if kept is not None:
+                    docs[-1].append(kept)
                 continue
             sep, ends_run = self.separate(_first(item), first_in_block=not docs)
             seps.append(sep)
