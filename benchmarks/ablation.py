@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| configuration | " + " | ".join(names[f] for f in args.only) + " |")
     print("|---|" + "---|" * len(args.only))
     for config in CONFIGS:
-        cells = [f"{statistics.median(ratios[(config, f)]):.3f}× (" +
+        cells = [f"{statistics.median(ratios[(config, f)]):.3f}x (" +
                  ", ".join(f"{r:.2f}" for r in ratios[(config, f)]) + ")" for f in args.only]
         print(f"| {config} | " + " | ".join(cells) + " |")
     return 0
