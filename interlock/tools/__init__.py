@@ -19,7 +19,7 @@ from types import ModuleType
 
 __all__ = ["TOOLS", "tool", "add_parsers"]
 
-TOOLS: tuple[str, ...] = ("diff", "graph", "schema")
+TOOLS: tuple[str, ...] = ("diff", "fmt", "graph", "schema")
 """The tool modules, in the order `interlock --help` lists them."""
 
 
