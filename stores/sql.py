@@ -1,24 +1,14 @@
 """Store calls in, rows of the interlock tables out: the `Store` protocol on SQLite and PostgreSQL (`SqlStore`), durable.
 
-SQLite (file or in-memory) and PostgreSQL.  Every call is one short transaction unless
-it runs on a store bound by `unit()`; calls on the unbound store from the thread that
-holds an open unit join that unit (the in-memory store behaves the same), so a callback
-inside a unit cannot deadlock against it.
-
-Execution: SQLAlchemy owns the engine, the pool, the connection settings
-(`stores.engine`), the schema and the migrations; the store's own statements are fixed
-SQL texts, turned into the dialect's parameter style once per engine, and run on the
-pooled DBAPI connection directly, with BEGIN/COMMIT/SAVEPOINT issued by the store.  An
-arrival with entry dispatch is about seventeen statements, and SQLAlchemy's per-statement
-execution machinery cost ten times the statement itself (profiled: statement
-construction, cache keys, result wrapping).  Driver errors are wrapped as SQLAlchemy
-would (`DBAPIError.instance`), so `StoreError` messages are unchanged, and a connection
-found dead is invalidated in the pool.
-
-Transactions: write calls and units begin `BEGIN IMMEDIATE` on SQLite (writers queue on
-the busy timeout instead of failing on a lock upgrade) and `BEGIN` on PostgreSQL.  An
-unbound read is one statement in autocommit mode (no BEGIN/COMMIT round trips); inside
-a unit it joins the unit.  Nested units are savepoints.
+The repository methods.  Connections and transactions are `stores.connections`' (BEGIN IMMEDIATE on
+SQLite, BEGIN on PostgreSQL, savepoints for nested units, driver errors as `StoreError`s); the SQL
+texts are `stores.statements`' (names from `stores.schema`, turned into the dialect's parameter
+style once per engine) and run on the pooled DBAPI connection directly: an arrival with entry
+dispatch is about seventeen statements, and SQLAlchemy's per-statement execution machinery cost ten
+times the statement itself (profiled: statement construction, cache keys, result wrapping).  Every
+call is one short transaction unless it runs on a store bound by `unit()`; calls on the unbound
+store from the thread that holds an open unit join that unit (the in-memory store behaves the
+same), so a callback inside a unit cannot deadlock against it.
 
 Concurrency (docs/runtime.md §4): every insert-if-absent is `INSERT … ON CONFLICT DO NOTHING`
 on the natural key and answers from the row count, so a delivery made by many processes
@@ -36,21 +26,13 @@ supersede-and-insert never races; the unique indexes stay the backstop
 
 from __future__ import annotations
 
-import os
-import re
-import sqlite3
-import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import DBAPIError
 
 from interlock.runtime.store import (
     Claim,
@@ -86,8 +68,31 @@ from ._common import (
     payload_value,
     steps_tuple,
 )
-from .engine import ADVISORY_NAMESPACE, make_engine, memory_lock, store_error
+from .connections import Savepoint, Shared, Tx, Write
+from .engine import ADVISORY_NAMESPACE, make_engine
 from .migrate import check_schema
+from .statements import (
+    _PARTICIPANT_COLS,
+    ADVISORY_LOCK,
+    CLEAR_DECISIONS,
+    D_CLAIM,
+    I_CLAIM,
+    I_SEAT,
+    PUT_PARTICIPANT,
+    PUT_TASK,
+    Q_CLAIMS,
+    Q_DECISIONS,
+    Q_EVALUATED,
+    Q_LEDGER,
+    Q_LEDGER_OF,
+    Q_RUNS,
+    Q_RUNS_OF,
+    Q_UNEVALUATED,
+    Q_UNRECORDED,
+    SUPERSEDE,
+    U_TAKE_OVER,
+    _in_list,
+)
 
 _task_state = TaskState
 _ledger_row = LedgerRow
@@ -104,461 +109,17 @@ DECISION_LOCK_KEY = 3
 _DECISION_ATTEMPTS = 3
 
 
-# ---- statements ---------------------------------------------------------------------------------------------
-# `:name` parameters; PostgreSQL gets `%(name)s` (see `_Shared.sql`).  Column lists are spelled out so rows
-# come back as plain tuples in a known order.  "position" and "trigger" are quoted: keywords on some dialects.
-
-_TASK_COLS = "id, workflow_id, step_id, description, is_from_office, is_ephemeral, archived"
-_LEDGER_COLS = "id, task_id, from_workflow_id, from_step_id, to_workflow_id, to_step_id, route, actor_kind, " \
-               "actor_id, session_id"
-_PARTICIPANT_COLS = 'id, task_id, workflow_id, step_id, role, agent, decision_required, "position"'
-_DECISION_COLS = "id, task_id, step_id, decider_type, decider_id, role, verdict, session_id"
-
-Q_TASK = f"SELECT {_TASK_COLS} FROM interlock_tasks WHERE id = :id"
-I_TASK = ("INSERT INTO interlock_tasks (id, workflow_id, step_id, description, is_from_office, is_ephemeral, "
-          "archived, created_at, updated_at) VALUES (:id, :workflow_id, :step_id, :description, :is_from_office, "
-          ":is_ephemeral, :archived, :now, :now)")
-PUT_TASK = (I_TASK + " ON CONFLICT (id) DO UPDATE SET workflow_id = excluded.workflow_id, step_id = "
-            "excluded.step_id, description = excluded.description, is_from_office = excluded.is_from_office, "
-            "is_ephemeral = excluded.is_ephemeral, archived = excluded.archived, updated_at = excluded.updated_at")
-CREATE_TASK = I_TASK + " ON CONFLICT (id) DO NOTHING"
-U_TASK_STEP = "UPDATE interlock_tasks SET workflow_id = :workflow_id, step_id = :step_id, updated_at = :now " \
-              "WHERE id = :id"
-
-I_LEDGER = ("INSERT INTO interlock_step_transitions (task_id, from_workflow_id, from_step_id, to_workflow_id, "
-            "to_step_id, route, actor_kind, actor_id, session_id, occurred_at) VALUES (:task_id, "
-            ":from_workflow_id, :from_step_id, :to_workflow_id, :to_step_id, :route, :actor_kind, :actor_id, "
-            ":session_id, :now)")
-Q_LEDGER_ROW = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions WHERE id = :id"
-Q_LEDGER_ID = "SELECT 1 FROM interlock_step_transitions WHERE id = :id"
-Q_LEDGER = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions ORDER BY id"
-Q_LEDGER_OF = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions WHERE task_id = :task_id ORDER BY id"
-Q_UNRECORDED = (f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions WHERE to_step_id IS NOT NULL "
-                "AND to_workflow_id IS NOT NULL AND entry_recorded_at IS NULL ORDER BY id LIMIT :limit")
-
-_IF_LEDGER_ROW = "WHERE EXISTS (SELECT 1 FROM interlock_step_transitions WHERE id = :entry_id)"
-# An entry record is three columns of its ledger row (ADR 0013), written once: NULL until recorded.
-Q_ENTRY = ("SELECT task_id, to_workflow_id, to_step_id, entry_attempted, entry_failed FROM interlock_step_transitions "
-           "WHERE id = :id AND entry_recorded_at IS NOT NULL")
-I_ENTRY = ("UPDATE interlock_step_transitions SET entry_attempted = :attempted, entry_failed = :failed, "
-           "entry_recorded_at = :now WHERE id = :entry_id AND entry_recorded_at IS NULL AND task_id = :task_id "
-           "AND to_workflow_id = :workflow_id AND to_step_id = :step_id")
-Q_ENTRY_ROW = ("SELECT task_id, to_workflow_id, to_step_id, entry_recorded_at IS NOT NULL "
-               "FROM interlock_step_transitions WHERE id = :id")
-Q_MARKERS = 'SELECT "position", kind, state, error FROM interlock_entry_markers WHERE entry_id = :id ORDER BY "position"'
-I_MARKER = ('INSERT INTO interlock_entry_markers (entry_id, "position", kind, state, error, claimed_at, updated_at) '
-            f"SELECT :entry_id, :position, :kind, 'in_progress', NULL, :now, :now {_IF_LEDGER_ROW} "
-            'ON CONFLICT (entry_id, "position") DO NOTHING')
-U_MARKER = ("UPDATE interlock_entry_markers SET state = :state, error = :error, updated_at = :now "
-            'WHERE entry_id = :entry_id AND "position" = :position')
-
-Q_OPERATION = "SELECT state FROM interlock_operations WHERE op_key = :key"
-I_OPERATION = ('INSERT INTO interlock_operations (op_key, operation_id, task_id, "trigger", state, applied_at) '
-               "VALUES (:key, :id, :task_id, :trigger, 'applied', :now) ON CONFLICT (op_key) DO UPDATE SET "
-               "state = 'applied', applied_at = excluded.applied_at, claim_token = NULL, lease_until = NULL "
-               "WHERE interlock_operations.state = 'claimed'")
-I_CLAIM = ('INSERT INTO interlock_operations (op_key, operation_id, task_id, "trigger", state, claim_token, '
-           "lease_until) VALUES (:key, :id, :task_id, :trigger, 'claimed', :token, :until) "
-           "ON CONFLICT (op_key) DO NOTHING")
-U_TAKE_OVER = ("UPDATE interlock_operations SET claim_token = :token, lease_until = :until "
-               "WHERE op_key = :key AND state = 'claimed' AND lease_until < :now")
-Q_CLAIMS = ("SELECT operation_id, claim_token FROM interlock_operations WHERE state = 'claimed' "
-            "ORDER BY lease_until LIMIT :limit")
-D_CLAIM = "DELETE FROM interlock_operations WHERE op_key = :key AND state = 'claimed' AND claim_token = :token"
-Q_EVALUATED = "SELECT evaluated_at IS NOT NULL FROM interlock_decisions WHERE id = :id"
-U_EVALUATED = "UPDATE interlock_decisions SET evaluated_at = :now WHERE id = :id AND evaluated_at IS NULL"
-
-I_RUN = ("INSERT INTO interlock_runs (idempotency_key, task_id, step_id, agent, reason, payload, entry_id, "
-         "operation_id, created_at) VALUES (:key, :task_id, :step_id, :agent, :reason, :payload, :entry_id, "
-         ":operation_id, :now) ON CONFLICT (idempotency_key) DO NOTHING")
-_RUN_COLS = "idempotency_key, task_id, step_id, agent, reason, payload, entry_id, operation_id"
-Q_RUNS = f"SELECT {_RUN_COLS} FROM interlock_runs ORDER BY id"
-Q_RUNS_OF = f"SELECT {_RUN_COLS} FROM interlock_runs WHERE task_id = :task_id ORDER BY id"
-
-PUT_PARTICIPANT = ('INSERT INTO interlock_participants (task_id, step_id, role, agent, workflow_id, '
-                   'decision_required, "position") VALUES (:task_id, :step_id, :role, :agent, :workflow_id, '
-                   ':decision_required, :position) ON CONFLICT (task_id, step_id, role, agent) DO UPDATE SET '
-                   'workflow_id = excluded.workflow_id, decision_required = excluded.decision_required, '
-                   '"position" = excluded."position"')
-I_SEAT = ('INSERT INTO interlock_participants (task_id, workflow_id, step_id, role, agent, decision_required, '
-          "\"position\") VALUES (:task_id, '', :step_id, :role, :agent, :decision_required, 0) "
-          "ON CONFLICT (task_id, step_id, role, agent) DO NOTHING")
-ADVISORY_LOCK = "SELECT pg_advisory_xact_lock(CAST(:ns AS integer), hashtext(:key))"
-
-_SAME_DECIDER = ("task_id = :task_id AND step_id = :step_id AND decider_type = :decider_type AND "
-                 "decider_id = :decider_id AND role = :role AND superseded_at IS NULL")
-SUPERSEDE = f"UPDATE interlock_decisions SET superseded_at = :now WHERE {_SAME_DECIDER}"
-I_DECISION = ("INSERT INTO interlock_decisions (task_id, step_id, decider_type, decider_id, role, verdict, "
-              "session_id, decided_at) VALUES (:task_id, :step_id, :decider_type, :decider_id, :role, :verdict, "
-              ":session_id, :now)")
-Q_DECISIONS = (f"SELECT {_DECISION_COLS} FROM interlock_decisions WHERE task_id = :task_id AND step_id = :step_id "
-               "AND superseded_at IS NULL ORDER BY id")
-Q_UNEVALUATED = (f"SELECT {_DECISION_COLS} FROM interlock_decisions WHERE superseded_at IS NULL AND evaluated_at "
-                 "IS NULL ORDER BY id LIMIT :limit")
-CLEAR_DECISIONS = ("UPDATE interlock_decisions SET superseded_at = :now WHERE task_id = :task_id AND "
-                   "step_id = :step_id AND superseded_at IS NULL")
-
-_PARAM = re.compile(r"(?<![:\w]):(\w+)")
-
-
-def _in_list(prefix: str, values: tuple[str, ...], params: dict[str, Any]) -> str:
-    """`(:prefix0, :prefix1, …)` for an IN list, its values added to `params`."""
-    names = [f"{prefix}{i}" for i in range(len(values))]
-    params.update(zip(names, values))
-    return "(" + ", ".join(":" + n for n in names) + ")"
-
-
-# ---- connections and transactions ---------------------------------------------------------------------------
-
-IDLE_CONNECTIONS = 4
-"""Connections a store keeps checked out between its transactions (per engine), so a transaction costs no pool
-checkout, no reset-on-return and (PostgreSQL) no pre-ping round trip.  More concurrent transactions than this
-check out from SQLAlchemy's pool as usual and return there."""
-
-
-class _Tx:
-    """One pooled DBAPI connection (`fairy`) the store works on: its cursor, the savepoint depth of its open
-    transaction, whether it was found dead, and (SQLite) the task row last read in that transaction."""
-
-    __slots__ = ("bound", "cursor", "dbapi", "dead", "depth", "fairy", "stamp", "task_row")
-
-    def __init__(self, fairy: Any) -> None:
-        self.fairy = fairy
-        self.dbapi = fairy.driver_connection
-        self.cursor = fairy.cursor()
-        self.depth = 0
-        self.dead = False
-        self.stamp: Any = None  # the transaction's timestamp, taken at its first write (`_Shared.stamp`)
-        # SQLite: the task row `get_task` read in this transaction, until anything writes a task.  BEGIN IMMEDIATE
-        # holds the database's write lock, so nothing else can change it: `move_task` need not read it again.
-        self.task_row: tuple[Any, ...] | None = None
-        self.bound: SqlStore | None = None  # the store bound to this connection's units (made once)
-
-
-_ALL_SHARED: weakref.WeakSet[_Shared] = weakref.WeakSet()
-
-
-def _forget_idle_connections() -> None:
-    """In a forked child: drop (never use, never close) the parent's idle connections."""
-    for shared in list(_ALL_SHARED):
-        shared.idle = []
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_idle_connections)
-
-
-class _Shared:
-    """What every store over one engine shares: the engine, its dialect's statements, idle connections and each
-    thread's open unit.
-
-    One per engine (`for_engine`), so two `SqlStore`s over the same engine see each
-    other's open unit on a thread instead of opening a second transaction beside it."""
-
-    _by_engine: weakref.WeakKeyDictionary[Engine, _Shared] = weakref.WeakKeyDictionary()
-    _by_engine_guard = threading.Lock()
-
-    @classmethod
-    def for_engine(cls, engine: Engine) -> _Shared:
-        with cls._by_engine_guard:
-            shared = cls._by_engine.get(engine)
-            if shared is None:
-                shared = cls._by_engine[engine] = cls(engine)
-            return shared
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.url: URL = engine.url
-        self.dialect = engine.dialect.name
-        if self.dialect not in ("sqlite", "postgresql"):
-            raise StoreError(f"interlock stores support SQLite and PostgreSQL, not {self.dialect}")
-        self.postgres = self.dialect == "postgresql"
-        self.lock = memory_lock(engine)
-        self.local = threading.local()
-        self.dbapi = engine.dialect.loaded_dbapi
-        self.error_class: type[Exception] = self.dbapi.Error
-        self.returning = self.postgres or sqlite3.sqlite_version_info >= (3, 35)
-        self.begin = "BEGIN" if self.postgres else "BEGIN IMMEDIATE"
-        self.idle: list[_Tx] = []
-        _ALL_SHARED.add(self)
-        event.listen(engine, "engine_disposed", self._on_dispose)
-        self._sql_cache: dict[str, str] = {}
-        sql = self.sql
-        self.q_task = sql(Q_TASK)
-        self.q_task_lock = sql(Q_TASK + (" FOR UPDATE" if self.postgres else ""))
-        self.create_task = sql(CREATE_TASK)
-        self.u_task_step = sql(U_TASK_STEP)
-        self.i_ledger = sql(I_LEDGER + (" RETURNING id" if self.returning else ""))
-        self.q_ledger_row = sql(Q_LEDGER_ROW)
-        self.q_ledger_id = sql(Q_LEDGER_ID)
-        self.q_entry = sql(Q_ENTRY)
-        self.i_entry = sql(I_ENTRY)
-        self.q_entry_row = sql(Q_ENTRY_ROW)
-        self.q_markers = sql(Q_MARKERS)
-        self.i_marker = sql(I_MARKER)
-        self.u_marker = sql(U_MARKER)
-        self.q_operation = sql(Q_OPERATION)
-        self.i_operation = sql(I_OPERATION)
-        self.u_evaluated = sql(U_EVALUATED)
-        self.i_run = sql(I_RUN)
-        self.i_decision = sql(I_DECISION + (" RETURNING id" if self.returning else ""))
-
-    def sql(self, text: str) -> str:
-        """`text` in the driver's parameter style (sqlite3 takes `:name` as written; psycopg `%(name)s`)."""
-        if not self.postgres:
-            return text
-        done = self._sql_cache.get(text)
-        if done is None:
-            done = self._sql_cache[text] = _PARAM.sub(r"%(\1)s", text)
-        return done
-
-    def now(self) -> Any:
-        """The current time as the driver binds it: SQLAlchemy's SQLite DATETIME text, or an aware datetime."""
-        now = datetime.now(UTC)
-        return now if self.postgres else now.isoformat(" ", "microseconds")[:26]  # "%Y-%m-%d %H:%M:%S.%f", faster
-
-    def stamp(self, tx: _Tx) -> Any:
-        """The timestamp of `tx`'s transaction: every row one transaction writes carries the same time (as
-        PostgreSQL's `now()` would)."""
-        stamp = tx.stamp
-        if stamp is None:
-            stamp = tx.stamp = self.now()
-        return stamp
-
-    def open_unit(self) -> _Tx | None:
-        tx: _Tx | None = getattr(self.local, "tx", None)
-        return tx
-
-    # ---- connections ----------------------------------------------------------------------------------------
-    def acquire(self, doing: str) -> tuple[_Tx, bool]:
-        """An idle connection of the store (True: it may have died while idle), else one from the pool."""
-        try:
-            return self.idle.pop(), True
-        except IndexError:
-            pass
-        try:
-            fairy = self.engine.raw_connection()
-        except DBAPIError as exc:
-            raise store_error(exc, self.url, doing) from exc
-        try:
-            tx = _Tx(fairy)
-            if self.postgres:
-                tx.dbapi.autocommit = True  # the store issues BEGIN itself; unbound reads need none
-        except BaseException as exc:
-            fairy.invalidate()
-            fairy.close()
-            if isinstance(exc, self.error_class):
-                raise self.error(exc, None, doing) from exc
-            raise
-        return tx, False
-
-    def release(self, tx: _Tx) -> None:
-        """Keep a healthy connection for the next transaction, or hand it back to the pool."""
-        if not tx.dead and len(self.idle) < IDLE_CONNECTIONS:
-            self.idle.append(tx)
-        else:
-            self.close_connection(tx)
-
-    def close_connection(self, tx: _Tx) -> None:
-        try:
-            tx.cursor.close()
-            if self.postgres and not tx.dead:
-                tx.dbapi.autocommit = False  # as SQLAlchemy's pool expects it
-        except self.error_class as exc:
-            tx.fairy.invalidate(exc)
-        finally:
-            tx.fairy.close()
-
-    def drain(self) -> None:
-        """Hand every idle connection back to the pool."""
-        idle, self.idle = self.idle, []
-        for tx in idle:
-            self.close_connection(tx)
-
-    def _on_dispose(self, _engine: Engine) -> None:
-        # Whoever disposed of the engine wants its connections closed: the idle ones too, not only the pooled ones.
-        idle, self.idle = self.idle, []
-        for tx in idle:
-            tx.fairy.invalidate()
-            tx.fairy.close()
-
-    # ---- transactions ---------------------------------------------------------------------------------------
-    def start(self, doing: str) -> _Tx:
-        """A connection with a transaction begun (SQLite: BEGIN IMMEDIATE).  A connection that died while idle
-        is dropped and the next one tried: nothing ran on it yet."""
-        while True:
-            tx, reused = self.acquire(doing)
-            try:
-                tx.cursor.execute(self.begin)
-                tx.stamp = None
-                tx.task_row = None
-                return tx
-            except self.error_class as exc:
-                error = self.error(exc, tx, doing)
-                self.release(tx)
-                if reused and tx.dead:
-                    continue
-                raise error from exc
-
-    def finish(self, tx: _Tx, doing: str, exc: BaseException | None) -> None:
-        """End `tx`'s transaction: COMMIT if `exc` is None, else ROLLBACK; a driver error raises as `StoreError`."""
-        try:
-            if exc is None:
-                try:
-                    tx.cursor.execute("COMMIT")
-                except self.error_class as failed:
-                    error = self.error(failed, tx, doing)
-                    self.rollback(tx)
-                    raise error from failed
-            else:
-                wrapped = self.error(exc, tx, doing) if isinstance(exc, self.error_class) else None
-                self.rollback(tx)
-                if wrapped is not None:
-                    raise wrapped from exc
-        finally:
-            self.release(tx)
-
-    def rollback(self, tx: _Tx) -> None:
-        if tx.dead:
-            return
-        try:
-            if self.in_transaction(tx):
-                tx.cursor.execute("ROLLBACK")
-        except self.error_class as exc:
-            tx.dead = True
-            tx.fairy.invalidate(exc)
-
-    def in_transaction(self, tx: _Tx) -> bool:
-        if self.postgres:
-            return bool(tx.dbapi.info.transaction_status != 0)  # psycopg.pq.TransactionStatus.IDLE
-        return bool(tx.dbapi.in_transaction)
-
-    def read(self, doing: str, fn: Callable[[_Tx], Any]) -> Any:
-        """Run `fn` (one read statement) in autocommit mode: no BEGIN, no COMMIT.  A connection that died while
-        idle is dropped and the read retried on the next one."""
-        guard: AbstractContextManager[Any] = self.lock if self.lock is not None else nullcontext()
-        with guard:
-            while True:
-                tx, reused = self.acquire(doing)
-                try:
-                    return fn(tx)
-                except self.error_class as exc:
-                    error = self.error(exc, tx, doing)
-                    if not (reused and tx.dead):
-                        raise error from exc
-                finally:
-                    self.release(tx)
-
-    def error(self, exc: Exception, tx: _Tx | None, doing: str) -> StoreError:
-        """A driver error as a `StoreError` (worded by `store_error`); a dead connection is invalidated."""
-        dead = False
-        if tx is not None:
-            try:
-                dead = bool(self.engine.dialect.is_disconnect(cast(Any, exc), tx.dbapi, tx.cursor))
-            except Exception:  # pragma: no cover - a dialect that cannot tell
-                dead = False
-            if dead and not tx.dead:
-                tx.dead = True
-                tx.fairy.invalidate(exc)
-        wrapped = DBAPIError.instance(None, None, exc, self.error_class, connection_invalidated=dead,
-                                      dialect=self.engine.dialect)
-        return store_error(cast(DBAPIError, wrapped), self.url, doing)
-
-
-class _Write:
-    """`with store._tx(doing) as tx:` — a write that joins the open unit (its driver errors become `StoreError`s)
-    or runs in a transaction of its own.  A class, not a generator: it runs on every write."""
-
-    __slots__ = ("doing", "guard", "own", "shared", "tx")
-
-    def __init__(self, shared: _Shared, tx: _Tx | None, doing: str) -> None:
-        self.shared = shared
-        self.tx = tx
-        self.doing = doing
-        self.own = tx is None
-        self.guard = shared.lock if self.own else None
-
-    def __enter__(self) -> _Tx:
-        if self.tx is not None:
-            return self.tx
-        if self.guard is not None:
-            self.guard.acquire()
-        try:
-            self.tx = self.shared.start(self.doing)
-        except BaseException:
-            if self.guard is not None:
-                self.guard.release()
-            raise
-        return self.tx
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        sh = self.shared
-        tx = self.tx
-        assert tx is not None
-        if not self.own:
-            if exc is not None and isinstance(exc, sh.error_class):
-                raise sh.error(exc, tx, self.doing) from exc
-            return
-        try:
-            sh.finish(tx, self.doing, exc)
-        finally:
-            if self.guard is not None:
-                self.guard.release()
-
-
-class _Savepoint:
-    """`with _Savepoint(shared, tx, doing):` — a savepoint in `tx`, rolled back (the transaction goes on) if the
-    block raises; driver errors become `StoreError`s."""
-
-    __slots__ = ("doing", "name", "shared", "tx")
-
-    def __init__(self, shared: _Shared, tx: _Tx, doing: str) -> None:
-        self.shared = shared
-        self.tx = tx
-        self.doing = doing
-        self.name = ""
-
-    def __enter__(self) -> _Tx:
-        tx = self.tx
-        tx.depth += 1
-        self.name = f"interlock_sp_{tx.depth}"
-        try:
-            tx.cursor.execute(f"SAVEPOINT {self.name}")
-        except BaseException as exc:
-            tx.depth -= 1
-            if isinstance(exc, self.shared.error_class):
-                raise self.shared.error(exc, tx, self.doing) from exc
-            raise
-        return tx
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        sh, tx, name = self.shared, self.tx, self.name
-        tx.depth -= 1
-        try:
-            if exc is None:
-                tx.cursor.execute(f"RELEASE SAVEPOINT {name}")
-                return
-            tx.task_row = None  # it may have been read after a write the rollback undoes
-            if not tx.dead:
-                tx.cursor.execute(f"ROLLBACK TO SAVEPOINT {name}")
-                tx.cursor.execute(f"RELEASE SAVEPOINT {name}")
-        except sh.error_class as failed:
-            raise sh.error(failed, tx, self.doing) from (exc or failed)
-        if isinstance(exc, sh.error_class):
-            raise sh.error(exc, tx, self.doing) from exc
-
-
 class _Unit:
     """What `SqlStore.unit()` returns: a transaction of its own (this thread's unit while it is open), or a
     savepoint in the open one."""
 
     __slots__ = ("inner", "shared", "tx")
 
-    def __init__(self, shared: _Shared, tx: _Tx | None) -> None:
+    def __init__(self, shared: Shared, tx: Tx | None) -> None:
         self.shared = shared
         self.tx = tx
-        self.inner: _Write | _Savepoint = _Write(shared, None, "in a unit") if tx is None else \
-            _Savepoint(shared, tx, "in a nested unit")
+        self.inner: Write | Savepoint = Write(shared, None, "in a unit") if tx is None else \
+            Savepoint(shared, tx, "in a nested unit")
 
     def __enter__(self) -> SqlStore:
         tx = self.inner.__enter__()
@@ -590,9 +151,9 @@ class SqlStore:
         owns = not isinstance(engine, Engine) if owns_engine is None else owns_engine
         bound_engine = make_engine(engine) if not isinstance(engine, Engine) else engine
         self._owns_engine = owns
-        self._conn: _Tx | None = None
+        self._conn: Tx | None = None
         try:
-            self._shared = _Shared.for_engine(bound_engine)
+            self._shared = Shared.for_engine(bound_engine)
             if check:
                 check_schema(bound_engine)
         except BaseException:
@@ -601,7 +162,7 @@ class SqlStore:
             raise
 
     @classmethod
-    def _bound(cls, shared: _Shared, tx: _Tx) -> SqlStore:
+    def _bound(cls, shared: Shared, tx: Tx) -> SqlStore:
         store = tx.bound
         if store is not None:
             return store
@@ -635,11 +196,11 @@ class SqlStore:
         nested unit that raises is rolled back and the outer one goes on."""
         return _Unit(self._shared, self._conn if self._conn is not None else self._shared.open_unit())
 
-    def _tx(self, doing: str) -> _Write:
+    def _tx(self, doing: str) -> Write:
         """A write: joins the bound or thread's unit, else one transaction of its own."""
-        return _Write(self._shared, self._conn if self._conn is not None else self._shared.open_unit(), doing)
+        return Write(self._shared, self._conn if self._conn is not None else self._shared.open_unit(), doing)
 
-    def _read(self, doing: str, fn: Callable[[_Tx], Any]) -> Any:
+    def _read(self, doing: str, fn: Callable[[Tx], Any]) -> Any:
         """A read: joins the bound or thread's unit, else one autocommit statement (no BEGIN, no COMMIT)."""
         sh = self._shared
         tx = self._conn if self._conn is not None else sh.open_unit()
@@ -655,16 +216,16 @@ class SqlStore:
         sh = self._shared
         tx = self._conn if self._conn is not None else sh.open_unit()
         if tx is None or sh.postgres:
-            q = sh.q_task
+            q = sh.stmt.q_task
 
-            def read(tx: _Tx) -> TaskState | None:
+            def read(tx: Tx) -> TaskState | None:
                 tx.cursor.execute(q, {"id": task_id})
                 row = tx.cursor.fetchone()
                 return _task(row) if row is not None else None
 
             return cast("TaskState | None", self._read("reading a task", read))
         try:  # in a SQLite transaction: the row is kept for `move_task`
-            tx.cursor.execute(sh.q_task, {"id": task_id})
+            tx.cursor.execute(sh.stmt.q_task, {"id": task_id})
             row = tx.cursor.fetchone()
         except sh.error_class as exc:
             raise sh.error(exc, tx, "reading a task") from exc
@@ -691,7 +252,7 @@ class SqlStore:
         created = replace(task, workflow_id=params["workflow_id"], step_id=params["step_id"])
         with self._tx("creating a task") as tx:
             tx.task_row = None
-            tx.cursor.execute(self._shared.create_task, params)
+            tx.cursor.execute(self._shared.stmt.create_task, params)
             if tx.cursor.rowcount != 1:
                 raise exists_error(task.id)
             if created.step_id is None:
@@ -712,7 +273,7 @@ class SqlStore:
             cur = tx.cursor
             found = tx.task_row
             if found is None or found[0] != task_id:
-                cur.execute(sh.q_task_lock, {"id": task_id})
+                cur.execute(sh.stmt.q_task_lock, {"id": task_id})
                 found = cur.fetchone()
             if found is None:
                 return MoveResult("unknown_task")
@@ -723,7 +284,7 @@ class SqlStore:
             row = None
             if (from_wf, from_step) != (to_wf, to_step):
                 tx.task_row = None
-                cur.execute(sh.u_task_step, {"id": task_id, "workflow_id": to_wf, "step_id": to_step, "now": now})
+                cur.execute(sh.stmt.u_task_step, {"id": task_id, "workflow_id": to_wf, "step_id": to_step, "now": now})
                 if is_arrival(from_wf, from_step, to_wf, to_step):
                     row = self._write_ledger(tx, task_id, from_wf, from_step, to_wf, to_step, route,
                                              actor_kind or "system", actor_id, session_id, now)
@@ -734,17 +295,17 @@ class SqlStore:
             if operation_id is not None:
                 self._mark(tx, operation_id, task_id, operation_trigger, now)
             if decision_id is not None:
-                cur.execute(sh.u_evaluated, {"id": decision_id, "now": now})
+                cur.execute(sh.stmt.u_evaluated, {"id": decision_id, "now": now})
         return _move_result("moved" if row is not None else "same_step", row, task)
 
-    def _advisory_lock(self, tx: _Tx, space: int, *key: str) -> None:
+    def _advisory_lock(self, tx: Tx, space: int, *key: str) -> None:
         """PostgreSQL: serialise this transaction with others on the same key (SQLite writers are serial already)."""
         if self._shared.postgres:
             tx.cursor.execute(self._shared.sql(ADVISORY_LOCK), {"ns": ADVISORY_NAMESPACE + space,
                                                                 "key": "\x1f".join(key)})
             tx.cursor.fetchall()
 
-    def _insert_id(self, tx: _Tx, sql: str, params: dict[str, Any]) -> int:
+    def _insert_id(self, tx: Tx, sql: str, params: dict[str, Any]) -> int:
         """Run an INSERT (its RETURNING id where the database has it) and return the new row's id."""
         cur = tx.cursor
         cur.execute(sql, params)
@@ -755,10 +316,10 @@ class SqlStore:
             raise StoreError("the database driver reported no id for an inserted row")
         return int(rowid)
 
-    def _write_ledger(self, tx: _Tx, task_id: str, from_wf: str | None, from_step: str | None, to_wf: str | None,
+    def _write_ledger(self, tx: Tx, task_id: str, from_wf: str | None, from_step: str | None, to_wf: str | None,
                       to_step: str | None, route: str, actor_kind: str, actor_id: str | None, session_id: str | None,
                       now: Any) -> LedgerRow:
-        ledger_id = self._insert_id(tx, self._shared.i_ledger, {
+        ledger_id = self._insert_id(tx, self._shared.stmt.i_ledger, {
             "task_id": task_id, "from_workflow_id": from_wf, "from_step_id": from_step, "to_workflow_id": to_wf,
             "to_step_id": to_step, "route": route, "actor_kind": actor_kind, "actor_id": actor_id,
             "session_id": session_id, "now": now})
@@ -766,9 +327,9 @@ class SqlStore:
                          session_id)
 
     def ledger_row(self, ledger_id: int) -> LedgerRow | None:
-        q = self._shared.q_ledger_row
+        q = self._shared.stmt.q_ledger_row
 
-        def read(tx: _Tx) -> LedgerRow | None:
+        def read(tx: Tx) -> LedgerRow | None:
             tx.cursor.execute(q, {"id": ledger_id})
             row = tx.cursor.fetchone()
             return _ledger(row) if row is not None else None
@@ -776,7 +337,7 @@ class SqlStore:
         return cast("LedgerRow | None", self._read("reading the ledger", read))
 
     def _rows(self, doing: str, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        def read(tx: _Tx) -> list[tuple[Any, ...]]:
+        def read(tx: Tx) -> list[tuple[Any, ...]]:
             tx.cursor.execute(sql, params)
             return list(tx.cursor.fetchall())
 
@@ -794,9 +355,9 @@ class SqlStore:
 
     # ---- step entry -------------------------------------------------------------------------------
     def entry_record(self, entry_id: int) -> EntryRecord | None:
-        q = self._shared.q_entry
+        q = self._shared.stmt.q_entry
 
-        def read(tx: _Tx) -> EntryRecord | None:
+        def read(tx: Tx) -> EntryRecord | None:
             tx.cursor.execute(q, {"id": entry_id})
             row = tx.cursor.fetchone()
             if row is None:
@@ -806,14 +367,14 @@ class SqlStore:
 
         return cast("EntryRecord | None", self._read("reading an entry record", read))
 
-    def _insert_for_entry(self, tx: _Tx, sql: str, params: dict[str, Any], entry_id: int) -> bool:
+    def _insert_for_entry(self, tx: Tx, sql: str, params: dict[str, Any], entry_id: int) -> bool:
         """An insert-if-absent that also requires the ledger row `entry_id`: True if written, False if the row
         was there already, `StoreError` if the ledger row is missing (the transaction stays usable)."""
         cur = tx.cursor
         cur.execute(sql, params)
         if cur.rowcount == 1:
             return True
-        cur.execute(self._shared.q_ledger_id, {"id": entry_id})
+        cur.execute(self._shared.stmt.q_ledger_id, {"id": entry_id})
         if cur.fetchone() is None:
             raise no_ledger_row_error(entry_id)
         return False
@@ -826,10 +387,10 @@ class SqlStore:
         with self._tx("recording an entry") as tx:
             params["now"] = self._shared.stamp(tx)
             cur = tx.cursor
-            cur.execute(self._shared.i_entry, params)
+            cur.execute(self._shared.stmt.i_entry, params)
             if cur.rowcount == 1:
                 return True
-            cur.execute(self._shared.q_entry_row, {"id": record.entry_id})
+            cur.execute(self._shared.stmt.q_entry_row, {"id": record.entry_id})
             row = cur.fetchone()
             if row is None:
                 raise no_ledger_row_error(record.entry_id)
@@ -843,9 +404,9 @@ class SqlStore:
             raise StoreError(f"recording entry {record.entry_id}: the database changed no row")  # pragma: no cover
 
     def markers(self, entry_id: int) -> dict[int, Marker]:
-        q = self._shared.q_markers
+        q = self._shared.stmt.q_markers
 
-        def read(tx: _Tx) -> dict[int, Marker]:
+        def read(tx: Tx) -> dict[int, Marker]:
             tx.cursor.execute(q, {"id": entry_id})
             return {int(position): Marker(entry_id=entry_id, position=int(position), kind=kind,
                                           state=cast(MarkerState, state), error=error)
@@ -858,7 +419,7 @@ class SqlStore:
         params: dict[str, Any] = {"entry_id": entry_id, "position": position, "kind": kind}
         with self._tx("claiming a marker") as tx:
             params["now"] = self._shared.stamp(tx)
-            return self._insert_for_entry(tx, self._shared.i_marker, params, entry_id)
+            return self._insert_for_entry(tx, self._shared.stmt.i_marker, params, entry_id)
 
     def finish_marker(self, entry_id: int, position: int, state: MarkerState, error: str | None = None) -> None:
         """Set a marker's state (and error); a position with no marker is left alone."""
@@ -867,14 +428,14 @@ class SqlStore:
                   "now": None}
         with self._tx("finishing a marker") as tx:
             params["now"] = self._shared.stamp(tx)
-            tx.cursor.execute(self._shared.u_marker, params)
+            tx.cursor.execute(self._shared.stmt.u_marker, params)
 
     # ---- operations -------------------------------------------------------------------------------
     def operation_applied(self, operation_id: str) -> bool:
-        q = self._shared.q_operation
+        q = self._shared.stmt.q_operation
         key = operation_key(operation_id)
 
-        def read(tx: _Tx) -> bool:
+        def read(tx: Tx) -> bool:
             tx.cursor.execute(q, {"key": key})
             row = tx.cursor.fetchone()
             return row is not None and row[0] == "applied"
@@ -896,7 +457,7 @@ class SqlStore:
             cur.execute(sh.sql(U_TAKE_OVER), params)
             if cur.rowcount == 1:
                 return "taken_over"
-            cur.execute(sh.q_operation, params)
+            cur.execute(sh.stmt.q_operation, params)
             row = cur.fetchone()
         return "applied" if row is not None and row[0] == "applied" else "busy"
 
@@ -916,15 +477,15 @@ class SqlStore:
         with self._tx("marking an operation") as tx:
             return self._mark(tx, operation_id, task_id, trigger, self._shared.stamp(tx))
 
-    def _mark(self, tx: _Tx, operation_id: str, task_id: str | None, trigger: str | None, now: Any) -> bool:
-        tx.cursor.execute(self._shared.i_operation, {"key": operation_key(operation_id), "id": operation_id,
+    def _mark(self, tx: Tx, operation_id: str, task_id: str | None, trigger: str | None, now: Any) -> bool:
+        tx.cursor.execute(self._shared.stmt.i_operation, {"key": operation_key(operation_id), "id": operation_id,
                                                      "task_id": task_id, "trigger": trigger, "now": now})
         return bool(tx.cursor.rowcount == 1)
 
     def decision_evaluated(self, decision_id: int) -> bool:
         q = self._shared.sql(Q_EVALUATED)
 
-        def read(tx: _Tx) -> bool:
+        def read(tx: Tx) -> bool:
             tx.cursor.execute(q, {"id": decision_id})
             row = tx.cursor.fetchone()
             return row is not None and bool(row[0])
@@ -933,7 +494,7 @@ class SqlStore:
 
     def mark_decision_evaluated(self, decision_id: int) -> bool:
         with self._tx("marking a decision evaluated") as tx:
-            tx.cursor.execute(self._shared.u_evaluated, {"id": decision_id, "now": self._shared.stamp(tx)})
+            tx.cursor.execute(self._shared.stmt.u_evaluated, {"id": decision_id, "now": self._shared.stamp(tx)})
             return bool(tx.cursor.rowcount == 1)
 
     # ---- runs, seats, decisions -------------------------------------------------------------------
@@ -944,7 +505,7 @@ class SqlStore:
                   "operation_id": run.operation_id, "now": None}
         with self._tx("queueing a run") as tx:
             params["now"] = self._shared.stamp(tx)
-            tx.cursor.execute(self._shared.i_run, params)
+            tx.cursor.execute(self._shared.stmt.i_run, params)
             return bool(tx.cursor.rowcount == 1)
 
     def runs(self, task_id: str | None = None) -> list[QueuedRun]:
@@ -1005,9 +566,9 @@ class SqlStore:
             for attempt in range(1, _DECISION_ATTEMPTS + 1):
                 now = sh.now()
                 try:
-                    with _Savepoint(sh, tx, "recording a decision"):
+                    with Savepoint(sh, tx, "recording a decision"):
                         tx.cursor.execute(sh.sql(SUPERSEDE), {**key, "now": now})
-                        new_id = self._insert_id(tx, sh.i_decision, {
+                        new_id = self._insert_id(tx, sh.stmt.i_decision, {
                             **key, "verdict": decision.verdict, "session_id": decision.session_id, "now": now})
                     return replace(decision, id=new_id)
                 except StoreError as exc:

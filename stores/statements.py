@@ -1,0 +1,171 @@
+"""The interlock tables in, the store's SQL statements out: fixed texts whose table and column names come from
+`stores.schema`, turned into a dialect's parameter style once per engine (`Statements`).
+
+`:name` parameters; PostgreSQL gets `%(name)s`.  Column lists are spelled out so rows come back as
+plain tuples in a known order; "position" and "trigger" are quoted (keywords on some dialects).
+Raw DBAPI execution of these texts is the store's speed device: an insert costs about 1.2 µs where
+SQLAlchemy Core's `insert()` costs about 18 µs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlalchemy import Table
+
+from .schema import decisions, participants, runs, step_transitions, tasks
+
+__all__ = ["Statements"]
+
+
+def _columns(table: Table, *names: str) -> str:
+    """A column list of `table`, checked against the schema (a name it does not have is an error here, at import,
+    not a failing statement later); keywords quoted."""
+    have = {c.name for c in table.c}
+    missing = [n for n in names if n not in have]
+    if missing:
+        raise AssertionError(f"{table.name} has no column {missing}")
+    return ", ".join(f'"{n}"' if n in ("position", "trigger") else n for n in names)
+
+# come back as plain tuples in a known order.  "position" and "trigger" are quoted: keywords on some dialects.
+
+_TASK_COLS = _columns(tasks, "id", "workflow_id", "step_id", "description", "is_from_office", "is_ephemeral", "archived")
+_LEDGER_COLS = _columns(step_transitions, "id", "task_id", "from_workflow_id", "from_step_id", "to_workflow_id",
+                        "to_step_id", "route", "actor_kind", "actor_id", "session_id")
+_PARTICIPANT_COLS = _columns(participants, "id", "task_id", "workflow_id", "step_id", "role", "agent",
+                             "decision_required", "position")
+_DECISION_COLS = _columns(decisions, "id", "task_id", "step_id", "decider_type", "decider_id", "role", "verdict",
+                          "session_id")
+
+Q_TASK = f"SELECT {_TASK_COLS} FROM interlock_tasks WHERE id = :id"
+I_TASK = ("INSERT INTO interlock_tasks (id, workflow_id, step_id, description, is_from_office, is_ephemeral, "
+          "archived, created_at, updated_at) VALUES (:id, :workflow_id, :step_id, :description, :is_from_office, "
+          ":is_ephemeral, :archived, :now, :now)")
+PUT_TASK = (I_TASK + " ON CONFLICT (id) DO UPDATE SET workflow_id = excluded.workflow_id, step_id = "
+            "excluded.step_id, description = excluded.description, is_from_office = excluded.is_from_office, "
+            "is_ephemeral = excluded.is_ephemeral, archived = excluded.archived, updated_at = excluded.updated_at")
+CREATE_TASK = I_TASK + " ON CONFLICT (id) DO NOTHING"
+U_TASK_STEP = "UPDATE interlock_tasks SET workflow_id = :workflow_id, step_id = :step_id, updated_at = :now " \
+              "WHERE id = :id"
+
+I_LEDGER = ("INSERT INTO interlock_step_transitions (task_id, from_workflow_id, from_step_id, to_workflow_id, "
+            "to_step_id, route, actor_kind, actor_id, session_id, occurred_at) VALUES (:task_id, "
+            ":from_workflow_id, :from_step_id, :to_workflow_id, :to_step_id, :route, :actor_kind, :actor_id, "
+            ":session_id, :now)")
+Q_LEDGER_ROW = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions WHERE id = :id"
+Q_LEDGER_ID = "SELECT 1 FROM interlock_step_transitions WHERE id = :id"
+Q_LEDGER = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions ORDER BY id"
+Q_LEDGER_OF = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions WHERE task_id = :task_id ORDER BY id"
+Q_UNRECORDED = (f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions WHERE to_step_id IS NOT NULL "
+                "AND to_workflow_id IS NOT NULL AND entry_recorded_at IS NULL ORDER BY id LIMIT :limit")
+
+_IF_LEDGER_ROW = "WHERE EXISTS (SELECT 1 FROM interlock_step_transitions WHERE id = :entry_id)"
+# An entry record is three columns of its ledger row (ADR 0013), written once: NULL until recorded.
+Q_ENTRY = ("SELECT task_id, to_workflow_id, to_step_id, entry_attempted, entry_failed FROM interlock_step_transitions "
+           "WHERE id = :id AND entry_recorded_at IS NOT NULL")
+I_ENTRY = ("UPDATE interlock_step_transitions SET entry_attempted = :attempted, entry_failed = :failed, "
+           "entry_recorded_at = :now WHERE id = :entry_id AND entry_recorded_at IS NULL AND task_id = :task_id "
+           "AND to_workflow_id = :workflow_id AND to_step_id = :step_id")
+Q_ENTRY_ROW = ("SELECT task_id, to_workflow_id, to_step_id, entry_recorded_at IS NOT NULL "
+               "FROM interlock_step_transitions WHERE id = :id")
+Q_MARKERS = 'SELECT "position", kind, state, error FROM interlock_entry_markers WHERE entry_id = :id ORDER BY "position"'
+I_MARKER = ('INSERT INTO interlock_entry_markers (entry_id, "position", kind, state, error, claimed_at, updated_at) '
+            f"SELECT :entry_id, :position, :kind, 'in_progress', NULL, :now, :now {_IF_LEDGER_ROW} "
+            'ON CONFLICT (entry_id, "position") DO NOTHING')
+U_MARKER = ("UPDATE interlock_entry_markers SET state = :state, error = :error, updated_at = :now "
+            'WHERE entry_id = :entry_id AND "position" = :position')
+
+Q_OPERATION = "SELECT state FROM interlock_operations WHERE op_key = :key"
+I_OPERATION = ('INSERT INTO interlock_operations (op_key, operation_id, task_id, "trigger", state, applied_at) '
+               "VALUES (:key, :id, :task_id, :trigger, 'applied', :now) ON CONFLICT (op_key) DO UPDATE SET "
+               "state = 'applied', applied_at = excluded.applied_at, claim_token = NULL, lease_until = NULL "
+               "WHERE interlock_operations.state = 'claimed'")
+I_CLAIM = ('INSERT INTO interlock_operations (op_key, operation_id, task_id, "trigger", state, claim_token, '
+           "lease_until) VALUES (:key, :id, :task_id, :trigger, 'claimed', :token, :until) "
+           "ON CONFLICT (op_key) DO NOTHING")
+U_TAKE_OVER = ("UPDATE interlock_operations SET claim_token = :token, lease_until = :until "
+               "WHERE op_key = :key AND state = 'claimed' AND lease_until < :now")
+Q_CLAIMS = ("SELECT operation_id, claim_token FROM interlock_operations WHERE state = 'claimed' "
+            "ORDER BY lease_until LIMIT :limit")
+D_CLAIM = "DELETE FROM interlock_operations WHERE op_key = :key AND state = 'claimed' AND claim_token = :token"
+Q_EVALUATED = "SELECT evaluated_at IS NOT NULL FROM interlock_decisions WHERE id = :id"
+U_EVALUATED = "UPDATE interlock_decisions SET evaluated_at = :now WHERE id = :id AND evaluated_at IS NULL"
+
+I_RUN = ("INSERT INTO interlock_runs (idempotency_key, task_id, step_id, agent, reason, payload, entry_id, "
+         "operation_id, created_at) VALUES (:key, :task_id, :step_id, :agent, :reason, :payload, :entry_id, "
+         ":operation_id, :now) ON CONFLICT (idempotency_key) DO NOTHING")
+_RUN_COLS = _columns(runs, "idempotency_key", "task_id", "step_id", "agent", "reason", "payload", "entry_id",
+                     "operation_id")
+Q_RUNS = f"SELECT {_RUN_COLS} FROM interlock_runs ORDER BY id"
+Q_RUNS_OF = f"SELECT {_RUN_COLS} FROM interlock_runs WHERE task_id = :task_id ORDER BY id"
+
+PUT_PARTICIPANT = ('INSERT INTO interlock_participants (task_id, step_id, role, agent, workflow_id, '
+                   'decision_required, "position") VALUES (:task_id, :step_id, :role, :agent, :workflow_id, '
+                   ':decision_required, :position) ON CONFLICT (task_id, step_id, role, agent) DO UPDATE SET '
+                   'workflow_id = excluded.workflow_id, decision_required = excluded.decision_required, '
+                   '"position" = excluded."position"')
+I_SEAT = ('INSERT INTO interlock_participants (task_id, workflow_id, step_id, role, agent, decision_required, '
+          "\"position\") VALUES (:task_id, '', :step_id, :role, :agent, :decision_required, 0) "
+          "ON CONFLICT (task_id, step_id, role, agent) DO NOTHING")
+ADVISORY_LOCK = "SELECT pg_advisory_xact_lock(CAST(:ns AS integer), hashtext(:key))"
+
+_SAME_DECIDER = ("task_id = :task_id AND step_id = :step_id AND decider_type = :decider_type AND "
+                 "decider_id = :decider_id AND role = :role AND superseded_at IS NULL")
+SUPERSEDE = f"UPDATE interlock_decisions SET superseded_at = :now WHERE {_SAME_DECIDER}"
+I_DECISION = ("INSERT INTO interlock_decisions (task_id, step_id, decider_type, decider_id, role, verdict, "
+              "session_id, decided_at) VALUES (:task_id, :step_id, :decider_type, :decider_id, :role, :verdict, "
+              ":session_id, :now)")
+Q_DECISIONS = (f"SELECT {_DECISION_COLS} FROM interlock_decisions WHERE task_id = :task_id AND step_id = :step_id "
+               "AND superseded_at IS NULL ORDER BY id")
+Q_UNEVALUATED = (f"SELECT {_DECISION_COLS} FROM interlock_decisions WHERE superseded_at IS NULL AND evaluated_at "
+                 "IS NULL ORDER BY id LIMIT :limit")
+CLEAR_DECISIONS = ("UPDATE interlock_decisions SET superseded_at = :now WHERE task_id = :task_id AND "
+                   "step_id = :step_id AND superseded_at IS NULL")
+
+_PARAM = re.compile(r"(?<![:\w]):(\w+)")
+
+
+def _in_list(prefix: str, values: tuple[str, ...], params: dict[str, Any]) -> str:
+    """`(:prefix0, :prefix1, …)` for an IN list, its values added to `params`."""
+    names = [f"{prefix}{i}" for i in range(len(values))]
+    params.update(zip(names, values))
+    return "(" + ", ".join(":" + n for n in names) + ")"
+
+
+
+class Statements:
+    """Every statement of the store in one dialect's parameter style, turned once per engine (sqlite3 takes
+    `:name` as written; psycopg `%(name)s`)."""
+
+    def __init__(self, postgres: bool, returning: bool) -> None:
+        self.postgres = postgres
+        self._cache: dict[str, str] = {}
+        sql = self.sql
+        self.q_task = sql(Q_TASK)
+        self.q_task_lock = sql(Q_TASK + (" FOR UPDATE" if self.postgres else ""))
+        self.create_task = sql(CREATE_TASK)
+        self.u_task_step = sql(U_TASK_STEP)
+        self.i_ledger = sql(I_LEDGER + (" RETURNING id" if returning else ""))
+        self.q_ledger_row = sql(Q_LEDGER_ROW)
+        self.q_ledger_id = sql(Q_LEDGER_ID)
+        self.q_entry = sql(Q_ENTRY)
+        self.i_entry = sql(I_ENTRY)
+        self.q_entry_row = sql(Q_ENTRY_ROW)
+        self.q_markers = sql(Q_MARKERS)
+        self.i_marker = sql(I_MARKER)
+        self.u_marker = sql(U_MARKER)
+        self.q_operation = sql(Q_OPERATION)
+        self.i_operation = sql(I_OPERATION)
+        self.u_evaluated = sql(U_EVALUATED)
+        self.i_run = sql(I_RUN)
+        self.i_decision = sql(I_DECISION + (" RETURNING id" if returning else ""))
+
+    def sql(self, text: str) -> str:
+        """`text` in the driver's parameter style."""
+        if not self.postgres:
+            return text
+        done = self._cache.get(text)
+        if done is None:
+            done = self._cache[text] = _PARAM.sub(r"%(\1)s", text)
+        return done
