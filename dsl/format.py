@@ -595,7 +595,19 @@ class _Builder:
         and it fits.  `align`: line up the `{` of neighbouring one-line handlers; `pad`: this is a
         handler, and its head is padded through this slot."""
         ch = tree.children
-        open_doc = self.tok(ch[brace])  # type: ignore[arg-type]
+        brace_tok: Token = ch[brace]  # type: ignore[assignment]
+        cursor = self.cursor
+        moved: list[Doc] = []  # comments of their own lines before the `{`: written as the block's first lines
+        gap = " "  # before the `{`
+        if cursor.next_start < (brace_tok.start_pos or 0):
+            lead = cursor.before(brace_tok.start_pos or 0)
+            if all(c.own_line for c in lead) and not cursor.touches(brace_tok.start_pos or 0, brace_tok.end_pos or 0,
+                                                                    brace_tok.line or 0):
+                moved = [HARD, *self.leading(lead, 0, dangling=True)]
+            else:  # moving them would put them after the `{`'s own comment: they stay before the `{`
+                head = [*head, *self.leading(lead, brace_tok.line or 0)]
+                gap = ""  # the `{` starts a line
+        open_doc = self.tok(brace_tok)
         close_tok: Token = ch[-1]  # type: ignore[assignment]
         docs: list[list[Doc]] = []
         seps: list[list[Doc]] = []
@@ -621,8 +633,8 @@ class _Builder:
         end = self.tok(close_tok)
         if align:
             self.align(docs, breaks)
-        if not docs and not dangling:
-            return [*head, " ", open_doc, end]
+        if not docs and not dangling and not moved and gap:  # `{}` (but a `{` after comments keeps its own)
+            return [*head, gap, open_doc, end]
         if _first(tree).line == close_tok.line:
             flat: list[Doc] = [*head]
             if pad is not None:
@@ -635,12 +647,12 @@ class _Builder:
             flat += [" ", end]
             if depth * INDENT + flat_width(flat) <= WIDTH:
                 return Flat(flat)
-        body: list[Doc] = []
+        body: list[Doc] = [*moved]
         for sep, d in zip(seps, docs):
             body.append(sep)
             body.append(d)
         body.extend(dangling)
-        return [*head, " ", open_doc, Indent(body), HARD, end]
+        return [*head, gap, open_doc, Indent(body), HARD, end]
 
     def align(self, docs: list[list[Doc]], breaks: list[bool]) -> None:
         """Pad the heads of neighbouring one-line handlers (no blank line or comment between them)."""
