@@ -669,6 +669,58 @@ def compile_20k(opts: Options) -> Measurement:
                                 "workflows": data.workflows, "warnings": data.warnings})
 
 
+# ---- figures: fmt-startup, fmt-20k -----------------------------------------------------------------
+# `interlock fmt` may take at most twice what `interlock check` takes on the same file (docs/fmt.md), both
+# as whole processes.  `fmt --check` does all the formatting work (parse, layout, compare) without
+# writing, so the file stays as it is between runs.  Issue 12 is "Authoring tools" (`fmt` is its part 1).
+
+
+def _fmt_versus_check(path: str, repeat: int) -> tuple[list[float], list[float]]:
+    fmt = [*interlock_command(), "fmt", "--check", "--quiet", path]
+    check = [*interlock_command(), "check", "--quiet", path]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    _run_process(fmt, "interlock fmt --check", env=env)  # untimed: caches, bytecode, page cache
+    _run_process(check, "interlock check", env=env)
+    return interleave(lambda: _run_process(fmt, "interlock fmt --check"),
+                      lambda: _run_process(check, "interlock check"), repeat)
+
+
+@figure(
+    name="fmt-startup",
+    description=f"whole process `interlock fmt --check {CHECK_EXAMPLE}` vs `interlock check` of it",
+    ratio_meaning="fmt time / check time (lower is better)",
+    targets=(Target("<=", 2.0, issue=12),),
+)
+def fmt_startup(opts: Options) -> Measurement:
+    ours, theirs = _fmt_versus_check(CHECK_EXAMPLE, opts.repeat)
+    m_ours, m_ref = median(ours), median(theirs)
+    return Measurement(m_ours, m_ref, m_ours / m_ref, samples=ours, reference_samples=theirs,
+                       details={"command": "interlock fmt --check " + CHECK_EXAMPLE})
+
+
+@figure(
+    name="fmt-20k",
+    description=f"whole process `interlock fmt --check` of the generated {COMPILE_LINES:,}-line .wf vs "
+                "`interlock check` of it",
+    ratio_meaning="fmt time / check time (lower is better)",
+    targets=(Target("<=", 2.0, issue=12),),
+)
+def fmt_20k(opts: Options) -> Measurement:
+    import tempfile
+
+    from interlock.dsl.format import format_source
+
+    data = _compile_input()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench_20k.wf"
+        # formatted once, untimed, so that `--check` exits 0; it formats the whole file all the same
+        path.write_text(format_source(data.text, path.name).text, encoding="utf-8")
+        ours, theirs = _fmt_versus_check(str(path), opts.repeat)
+    m_ours, m_ref = median(ours), median(theirs)
+    return Measurement(m_ours, m_ref, m_ours / m_ref, samples=ours, reference_samples=theirs,
+                       details={"lines": data.text.count("\n"), "command": "interlock fmt --check bench_20k.wf"})
+
+
 # ---- report ----------------------------------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 HOOK_ID = "interlock-check"
+FMT_HOOK_ID = "interlock-fmt"
 GOOD = REPO / "examples" / "office_default.wf"
 INSTALL_TIMEOUT = 600
 RUN_TIMEOUT = 120
@@ -88,7 +89,8 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
         proc = box.git(*args)
         assert proc.returncode == 0, _describe(proc)
     (root / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {REPO.as_posix()}\n    rev: {rev}\n    hooks:\n      - id: {HOOK_ID}\n",
+        f"repos:\n  - repo: {REPO.as_posix()}\n    rev: {rev}\n    hooks:\n      - id: {HOOK_ID}\n"
+        f"      - id: {FMT_HOOK_ID}\n",
         encoding="utf-8")
     (root / "README.txt").write_text("sandbox\n", encoding="utf-8")
     for args in (["add", "-A"], ["commit", "-q", "--no-verify", "-m", "initial"]):
@@ -139,3 +141,37 @@ def test_non_wf_files_are_not_checked(sandbox: Sandbox) -> None:
     assert "Skipped" in proc.stdout or "no files to check" in proc.stdout, _describe(proc)
     assert sandbox.git("reset", "-q", "notes.txt").returncode == 0
     (sandbox.root / "notes.txt").unlink()
+
+
+# ---- the interlock-fmt hook -------------------------------------------------------------------------
+
+
+def test_fmt_hook_reformats_and_stops_the_commit(sandbox: Sandbox) -> None:
+    formatted = (REPO / "examples" / "kanban.wf").read_text(encoding="utf-8")
+    assert "    position 0\n" in formatted, "the fixture is kanban.wf with one attribute mis-indented"
+    (sandbox.root / "messy.wf").write_text(formatted.replace("    position 0\n", "position    0\n\n\n", 1),
+                                           encoding="utf-8")
+    assert sandbox.git("add", "messy.wf").returncode == 0
+    before = sandbox.git("rev-parse", "HEAD").stdout.strip()
+    proc = sandbox.git("commit", "-m", "add a messy workflow")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, _describe(proc)
+    assert FMT_HOOK_ID in out and "files were modified by this hook" in out, _describe(proc)
+    assert sandbox.git("rev-parse", "HEAD").stdout.strip() == before, "the commit went through"
+    # the hook left the file formatted: staged again, it commits
+    assert (sandbox.root / "messy.wf").read_text(encoding="utf-8") == formatted
+    assert sandbox.git("add", "messy.wf").returncode == 0
+    commit = sandbox.git("commit", "-m", "add a formatted workflow")
+    assert commit.returncode == 0, _describe(commit)
+
+
+def test_fmt_hook_leaves_a_broken_file_alone(sandbox: Sandbox) -> None:
+    text = "workflow w {\n  step a {\n"
+    (sandbox.root / "broken.wf").write_text(text, encoding="utf-8")
+    assert sandbox.git("add", "broken.wf").returncode == 0
+    proc = sandbox.pre_commit("run", FMT_HOOK_ID, "--files", "broken.wf")
+    assert proc.returncode != 0, _describe(proc)
+    assert "IL001" in proc.stdout + proc.stderr and "broken.wf:2:" in proc.stdout + proc.stderr, _describe(proc)
+    assert (sandbox.root / "broken.wf").read_text(encoding="utf-8") == text
+    assert sandbox.git("reset", "-q", "broken.wf").returncode == 0
+    (sandbox.root / "broken.wf").unlink()
