@@ -149,7 +149,7 @@ def test_non_wf_files_are_not_checked(sandbox: Sandbox) -> None:
 def test_fmt_hook_reformats_and_stops_the_commit(sandbox: Sandbox) -> None:
     formatted = (REPO / "examples" / "kanban.wf").read_text(encoding="utf-8")
     assert "    position 0\n" in formatted, "the fixture is kanban.wf with one attribute mis-indented"
-    (sandbox.root / "messy.wf").write_text(formatted.replace("    position 0\n", "position    0\n\n\n", 1),
+    (sandbox.root / "messy.wf").write_text(formatted.replace("    position 0\n", "position    0\n", 1),
                                            encoding="utf-8")
     assert sandbox.git("add", "messy.wf").returncode == 0
     before = sandbox.git("rev-parse", "HEAD").stdout.strip()
