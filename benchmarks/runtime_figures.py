@@ -203,7 +203,8 @@ class SqlFloor:
     def __init__(self, path: Path) -> None:
         import sqlite3
 
-        from interlock.stores import sql, upgrade
+        from interlock.stores import statements as sql
+        from interlock.stores import upgrade
 
         upgrade(f"sqlite:///{path}")
         self.sql = sql
