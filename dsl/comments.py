@@ -48,7 +48,7 @@ def collect(tokens: list[Token], text: str) -> list[Comment]:
 class CommentCursor:
     """Hands out comments in source order as the tokens around them are visited in source order."""
 
-    __slots__ = ("_comments", "_text", "_i", "next_start", "next_line")
+    __slots__ = ("_comments", "_i", "_text", "next_line", "next_start")
 
     def __init__(self, comments: list[Comment], text: str) -> None:
         self._comments = comments

@@ -130,7 +130,7 @@ FRESH = _Fresh()
 class Group:
     """Printed flat (every LINE a blank) when it fits in what is left of the line, else broken."""
 
-    __slots__ = ("doc", "broken")
+    __slots__ = ("broken", "doc")
 
     def __init__(self, doc: Doc, broken: bool = False) -> None:
         self.doc = doc
@@ -147,7 +147,7 @@ class Flat:
 
 
 class Indent:
-    __slots__ = ("doc", "by")
+    __slots__ = ("by", "doc")
 
     def __init__(self, doc: Doc, by: int = INDENT) -> None:
         self.doc = doc
@@ -190,30 +190,30 @@ _FLAT, _BROKEN = 0, 1
 def flat_width(doc: Doc) -> int:
     """Columns `doc` takes when printed flat (comments at the end of a line do not count)."""
     total = 0
-    stack = [doc]
+    stack: list[Any] = [doc]
     while stack:
         d = stack.pop()
         t = type(d)
         if t is str:
-            total += len(d)  # type: ignore[arg-type]
+            total += len(d)
         elif t is list:
-            stack.extend(d)  # type: ignore[arg-type]
+            stack.extend(d)
         elif t is _Break:
-            total += len(d.flat)  # type: ignore[union-attr]
+            total += len(d.flat)
         elif t is IfBreak:
-            stack.append(d.flat)  # type: ignore[union-attr]
+            stack.append(d.flat)
         elif t is Fill:
-            stack.extend(d.parts)  # type: ignore[union-attr]
+            stack.extend(d.parts)
         elif t is Group or t is Flat or t is Indent:
-            stack.append(d.doc)  # type: ignore[union-attr]
+            stack.append(d.doc)
         elif t is _Hard or t is _Fresh:
             total += WIDTH * 10
     return total
 
 
-def _fits(doc: Doc, mode: int, rest: list[tuple[int, int, Doc]], width: int, with_rest: bool = True) -> bool:
+def _fits(doc: Doc, mode: int, rest: list[tuple[int, int, Any]], width: int, with_rest: bool = True) -> bool:
     """Whether `doc` (in `mode`), then what follows it up to the next line break, fits in `width` columns."""
-    todo: list[tuple[int, Doc]] = [(mode, doc)]
+    todo: list[tuple[int, Any]] = [(mode, doc)]
     r = len(rest)
     while width >= 0:
         if not todo:
@@ -226,25 +226,25 @@ def _fits(doc: Doc, mode: int, rest: list[tuple[int, int, Doc]], width: int, wit
         m, d = todo.pop()
         t = type(d)
         if t is str:
-            width -= len(d)  # type: ignore[arg-type]
+            width -= len(d)
         elif t is list:
-            todo.extend((m, x) for x in reversed(d))  # type: ignore[union-attr]
+            todo.extend((m, x) for x in reversed(d))
         elif t is _Break:
             if m == _BROKEN:
                 return True
-            width -= len(d.flat)  # type: ignore[union-attr]
+            width -= len(d.flat)
         elif t is _Hard or t is _Fresh:
             return True
         elif t is Group:
-            todo.append((_BROKEN if d.broken and m == _BROKEN else m, d.doc))  # type: ignore[union-attr]
+            todo.append((_BROKEN if d.broken and m == _BROKEN else m, d.doc))
         elif t is Flat:
-            todo.append((_FLAT, d.doc))  # type: ignore[union-attr]
+            todo.append((_FLAT, d.doc))
         elif t is Indent:
-            todo.append((m, d.doc))  # type: ignore[union-attr]
+            todo.append((m, d.doc))
         elif t is IfBreak:
-            todo.append((m, d.broken if m == _BROKEN else d.flat))  # type: ignore[union-attr]
+            todo.append((m, d.broken if m == _BROKEN else d.flat))
         elif t is Fill:
-            todo.extend((m, x) for x in reversed(d.parts))  # type: ignore[union-attr]
+            todo.extend((m, x) for x in reversed(d.parts))
         elif t is Suffix and not with_rest:  # a fill's separator breaks after a comment
             return False
     return False
@@ -282,20 +282,20 @@ def render(doc: Doc, width: int = WIDTH) -> str:
             col += len(rest)
             content = True
 
-    stack: list[tuple[int, int, Doc]] = [(0, _BROKEN, doc)]
+    stack: list[tuple[int, int, Any]] = [(0, _BROKEN, doc)]
     while stack:
         ind, mode, d = stack.pop()
         t = type(d)
         if t is str:
             if d:
-                cur.append(d)  # type: ignore[arg-type]
-                col += len(d)  # type: ignore[arg-type]
+                cur.append(d)
+                col += len(d)
                 content = True
         elif t is list:
-            stack.extend((ind, mode, x) for x in reversed(d))  # type: ignore[union-attr]
+            stack.extend((ind, mode, x) for x in reversed(d))
         elif t is _Break:
             if mode == _FLAT:
-                flat = d.flat  # type: ignore[union-attr]
+                flat = d.flat
                 if flat:
                     cur.append(flat)
                     col += len(flat)
@@ -308,26 +308,26 @@ def render(doc: Doc, width: int = WIDTH) -> str:
                 newline(ind)
         elif t is Group:
             if mode == _FLAT:
-                stack.append((ind, _FLAT, d.doc))  # type: ignore[union-attr]
-            elif d.broken or suffix is not None:  # type: ignore[union-attr]
+                stack.append((ind, _FLAT, d.doc))
+            elif d.broken or suffix is not None:
                 # a comment waits for the end of this line: the group's first break ends it
-                stack.append((ind, _BROKEN, d.doc))  # type: ignore[union-attr]
+                stack.append((ind, _BROKEN, d.doc))
             else:
-                fits = _fits(d.doc, _FLAT, stack, width - col)  # type: ignore[union-attr]
-                stack.append((ind, _FLAT if fits else _BROKEN, d.doc))  # type: ignore[union-attr]
+                fits = _fits(d.doc, _FLAT, stack, width - col)
+                stack.append((ind, _FLAT if fits else _BROKEN, d.doc))
         elif t is Flat:
-            stack.append((ind, _FLAT, d.doc))  # type: ignore[union-attr]
+            stack.append((ind, _FLAT, d.doc))
         elif t is Indent:
-            stack.append((ind + d.by, mode, d.doc))  # type: ignore[union-attr]
+            stack.append((ind + d.by, mode, d.doc))
         elif t is IfBreak:
-            stack.append((ind, mode, d.broken if mode == _BROKEN else d.flat))  # type: ignore[union-attr]
+            stack.append((ind, mode, d.broken if mode == _BROKEN else d.flat))
         elif t is Suffix:
             if suffix is not None:  # two comments never share a line
                 split(ind)
-            suffix = d.text  # type: ignore[union-attr]
+            suffix = d.text
             suffix_at = len(cur)
         elif t is Fill:
-            parts = d.parts  # type: ignore[union-attr]
+            parts = d.parts
             if not parts:
                 continue
             if mode == _FLAT:
@@ -377,7 +377,7 @@ _NO_SPACE_BEFORE = frozenset({",", ")", "]", ":", ".", "?"})
 _NO_SPACE_AFTER = frozenset({"(", "[", "."})
 _CALLERS = frozenset({"NAME", "QUORUM"})  # a `(` or `[` right after one of these opens its arguments
 
-Node = Union["Tree[Token]", "Token"]
+Node = Any  # a `Tree[Token]` or a `Token` of the concrete tree
 
 
 def _is_tree(node: object) -> bool:
@@ -390,15 +390,16 @@ def _tokens(node: Node) -> Iterator[Token]:
     while stack:
         n = stack.pop()
         if type(n) is _Tree:
-            stack.extend(reversed(n.children))  # type: ignore[union-attr]
+            stack.extend(reversed(n.children))
         else:
-            yield n  # type: ignore[misc]
+            yield n
 
 
 def _first(node: Node) -> Token:
     while type(node) is _Tree:
-        node = node.children[0]  # type: ignore[union-attr]
-    return node  # type: ignore[return-value]
+        node = node.children[0]
+    token: Token = node
+    return token
 
 
 def _is(node: Node, text: str) -> bool:
@@ -495,11 +496,12 @@ class _Builder:
     # ---- generic pieces ------------------------------------------------------------------------------
     def node(self, child: Node, depth: int) -> Doc:
         if type(child) is _Tree:
-            method = _RULES.get(child.data)  # type: ignore[union-attr]
+            method = _RULES.get(child.data)
             if method is not None:
-                return method(self, child, depth)
-            return self.inline(child.children, depth)[1:]  # type: ignore[union-attr]
-        return self.tok(child)  # type: ignore[arg-type]
+                doc: Doc = method(self, child, depth)
+                return doc
+            return self.inline(child.children, depth)[1:]
+        return self.tok(child)
 
     def inline(self, children: list[Node], depth: int) -> list[Doc]:
         """Children one after another, a blank between two tokens where the house style wants one."""
@@ -518,12 +520,12 @@ class _Builder:
         where the grammar allows one (`trailing`)."""
         open_tok, close_tok = children[0], children[-1]
         start = self.cursor.index
-        head = self.tok(open_tok)  # type: ignore[arg-type]
+        head = self.tok(open_tok)
         elements: list[list[Node]] = [[]]
         commas: list[Token] = []
         for c in children[1:-1]:
             if _is(c, ","):
-                commas.append(c)  # type: ignore[arg-type]
+                commas.append(c)
                 elements.append([])
             else:
                 elements[-1].append(c)
@@ -540,10 +542,10 @@ class _Builder:
             else:  # a trailing comma is the layout's to write, unless a comment is attached to it
                 kept = self.optional(commas[i]) if i < len(commas) else None
                 body.append(IfBreak("," if trailing else "") if kept is None else kept)
-        close_lead = self.cursor.before(close_tok.start_pos or 0)  # type: ignore[union-attr]
+        close_lead = self.cursor.before(close_tok.start_pos or 0)
         if close_lead:
-            body.append(self.leading(close_lead, close_tok.line or 0, dangling=True))  # type: ignore[union-attr]
-        end = self.tok(close_tok)  # type: ignore[arg-type]
+            body.append(self.leading(close_lead, close_tok.line or 0, dangling=True))
+        end = self.tok(close_tok)
         broken = self.mark != start  # a comment inside (one after the `)` is not)
         if not body:
             return Group([head, end], broken)
@@ -555,7 +557,7 @@ class _Builder:
         content: list[Doc] = []
         for c in children:
             if _is(c, ","):
-                content.append(self.tok(c))  # type: ignore[arg-type]
+                content.append(self.tok(c))
                 parts.append(content)
                 parts.append(LINE)
                 content = []
@@ -594,8 +596,8 @@ class _Builder:
         line, or all on the head's line, two blanks apart, when the source had the block on one line
         and it fits.  `align`: line up the `{` of neighbouring one-line handlers; `pad`: this is a
         handler, and its head is padded through this slot."""
-        ch = tree.children
-        brace_tok: Token = ch[brace]  # type: ignore[assignment]
+        ch: list[Any] = tree.children
+        brace_tok: Token = ch[brace]
         cursor = self.cursor
         moved: list[Doc] = []  # comments of their own lines before the `{`: written as the block's first lines
         gap = " "  # before the `{`
@@ -608,13 +610,13 @@ class _Builder:
                 head = [*head, *self.leading(lead, brace_tok.line or 0)]
                 gap = ""  # the `{` starts a line
         open_doc = self.tok(brace_tok)
-        close_tok: Token = ch[-1]  # type: ignore[assignment]
+        close_tok: Token = ch[-1]
         docs: list[list[Doc]] = []
         seps: list[list[Doc]] = []
         breaks: list[bool] = []
         for item in ch[brace + 1:-1]:
             if _is(item, ",") and docs:  # an optional comma after a record field
-                kept = self.optional(item)  # type: ignore[arg-type]
+                kept = self.optional(item)
                 if kept is not None:
                     docs[-1].append(kept)
                 continue
@@ -730,10 +732,10 @@ def _declared(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
     """`trigger NAME (PARAMS) entry`, `task NAME (PARAMS) on T, …`: a blank before the parameters."""
     out: list[Doc] = []
     for c in tree.children:
-        if type(c) is _Tree and c.data == "params":  # type: ignore[union-attr]
+        if type(c) is _Tree and c.data == "params":
             out.append(" ")
-            out.append(self.bracketed(c.children, depth, trailing=True))  # type: ignore[union-attr]
-        elif type(c) is _Tree and c.data == "on_clause":  # type: ignore[union-attr]
+            out.append(self.bracketed(c.children, depth, trailing=True))
+        elif type(c) is _Tree and c.data == "on_clause":
             out.append(self.clause([c], depth))
         else:
             out.append(self.space(_first(c)))
@@ -742,13 +744,13 @@ def _declared(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
 
 
 def _on_clause(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
-    ch = tree.children  # on NAME ("," NAME)*
-    return [self.tok(ch[0]), " ", self.names(ch[1:], depth, hang=len("on "))]  # type: ignore[arg-type]
+    ch: list[Any] = tree.children  # on NAME ("," NAME)*
+    return [self.tok(ch[0]), " ", self.names(ch[1:], depth, hang=len("on "))]
 
 
 def _role(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
-    ch = tree.children
-    return [self.tok(ch[0]), " ", self.names(ch[1:], depth, hang=len("role "))]  # type: ignore[arg-type]
+    ch: list[Any] = tree.children
+    return [self.tok(ch[0]), " ", self.names(ch[1:], depth, hang=len("role "))]
 
 
 def _entry_clause(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
@@ -761,9 +763,9 @@ def _action(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
     """NAME (ARGS) [when quorum(…)] [requires_approval]: the last two may move to continuation lines."""
     out: list[Doc] = []
     for c in tree.children:
-        if type(c) is _Tree and c.data == "args":  # type: ignore[union-attr]
-            out.append(self.bracketed(c.children, depth, trailing=True))  # type: ignore[union-attr]
-        elif (type(c) is _Tree and c.data == "guard") or _is(c, "requires_approval"):  # type: ignore[union-attr]
+        if type(c) is _Tree and c.data == "args":
+            out.append(self.bracketed(c.children, depth, trailing=True))
+        elif (type(c) is _Tree and c.data == "guard") or _is(c, "requires_approval"):
             out.append(self.clause([c], depth))
         else:
             out.append(self.node(c, depth))

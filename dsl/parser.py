@@ -303,7 +303,8 @@ def _concrete_parser() -> tuple[Lark, CommentSink]:
 _CONCRETE_LOCK = threading.Lock()
 
 
-def parse_concrete(source: SourceFile, limits: Limits = DEFAULT_LIMITS) -> tuple[Tree | None, list[Token], Diagnostic | None]:
+def parse_concrete(source: SourceFile, limits: Limits = DEFAULT_LIMITS
+                   ) -> tuple[Tree[Token] | None, list[Token], Diagnostic | None]:
     """The concrete syntax of one file: its parse tree (every token, in source order) and its
     comment tokens, or the diagnostic that refused it (a limit, or a syntax error exactly as
     `parse_module` reports it).  Nothing is lowered: the tree is what the formatter reads."""

@@ -9,6 +9,7 @@ at the top: the CLI imports this module to build its parser, and `interlock chec
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import os
 import stat
@@ -146,10 +147,8 @@ def _replace(path: Path, data: bytes) -> None:
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
