@@ -19,6 +19,7 @@ from .checks import check_bool, check_id, check_text
 from .entry import EntryDispatch, Mode, Ran, Retry
 from .errors import RuntimeFault, UnknownTaskError, UnknownWorkflowError
 from .exits import Exits
+from .frozen import builder
 from .index import PlanIndex
 from .plan import PlanStep
 from .recorder import Recorder
@@ -26,6 +27,8 @@ from .results import ArrivalResult, EntryResult
 from .store import ROUTES, LedgerRow, MoveResult, Store, StoreError, TaskState
 
 __all__ = ["Arrivals", "Write", "ARRIVAL", "TRANSITION"]
+
+_arrival = builder(ArrivalResult)  # the hot path's constructor (frozen.builder: ADR 0027's ablation)
 
 Write = Callable[[Store], "tuple[MoveResult, PlanStep | None]"]
 """A step change: calls the store's `move_task` or `create_task` and names the destination step."""
@@ -260,7 +263,7 @@ class Arrivals:
                 entry = self.entry.enter_empty(ledger, step, live)
             else:
                 entry = self.entry.enter(ledger, session_live=live)
-        return ArrivalResult("moved", task_id, ledger.from_step_id, ledger.to_step_id, ledger.id, entry)
+        return _arrival("moved", task_id, ledger.from_step_id, ledger.to_step_id, ledger.id, entry)
 
 
 class _Refused(Exception):

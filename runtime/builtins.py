@@ -16,10 +16,11 @@ from typing import Any
 
 from .errors import ActionFailed
 from .executors import ActionContext, Effect, ExecutorRegistry, StaticDirectory
+from .frozen import builder
 from .keys import operation_ident
 from .store import Participant, QueuedRun, Store
 
-_queued_run = QueuedRun
+_queued_run = builder(QueuedRun)  # the hot path's constructor (frozen.builder)
 
 __all__ = ["register_builtins", "BUILTIN_KINDS", "QUEUEING_KINDS", "config_digest", "run_key", "merged_participants"]
 

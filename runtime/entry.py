@@ -27,6 +27,7 @@ from typing import NamedTuple
 from .checks import check_bool, check_ledger_id
 from .errors import RuntimeFault
 from .executors import ActionContext
+from .frozen import builder
 from .index import PlanIndex
 from .invoker import Failed, Invoker, Ok, Outcome, failed_from
 from .plan import PlanAction, PlanStep
@@ -41,6 +42,9 @@ IN_PROGRESS = "not run: its marker is in progress (another delivery is running i
 run again (docs/runtime.md §1: only positions without a marker run), and its outcome is unknown."""
 
 NO_EXECUTOR = "no executor"
+
+_entry_record = builder(EntryRecord)  # the hot paths' constructors (frozen.builder: ADR 0027's ablation)
+_entry_result = builder(EntryResult)
 
 
 class Mode(enum.Enum):
@@ -127,12 +131,12 @@ class EntryDispatch:
         """An entry with nothing to dispatch: its record alone."""
         assert row.to_workflow_id is not None and row.to_step_id is not None
         try:
-            if not self.store.record_entry(EntryRecord(row.id, row.task_id, row.to_workflow_id, row.to_step_id,
-                                                       ())):
+            if not self.store.record_entry(_entry_record(row.id, row.task_id, row.to_workflow_id, row.to_step_id,
+                                                         ())):
                 return self.redelivered(row)
         except StoreError as exc:
             return self._incomplete(row, exc)
-        return self.report(row, step, session_live, Ran((), (), Deferred()))
+        return self.report(row, step, session_live, NOTHING_RAN)
 
     # ---- the one algorithm -------------------------------------------------------------------------------------
     def run(self, store: Store, row: LedgerRow, task: TaskState, step: PlanStep, mode: Mode, *,
@@ -237,8 +241,8 @@ class EntryDispatch:
                  store: Store | None) -> ActionContext:
         assert row.to_workflow_id is not None
         return self.invoker.context(action, task, row.to_workflow_id, step.id, self.index.entry_trigger,
-                                    key=f"entry:{row.id}:{action.position}:{action.kind}", entry_id=row.id,
-                                    session_id=row.session_id, store=store)
+                                    f"entry:{row.id}:{action.position}:{action.kind}", row.id, None, row.session_id,
+                                    None, store, None)
 
     @staticmethod
     def _mark_failed(store: Store, entry_id: int, position: int, kind: str, error: str) -> None:
@@ -254,14 +258,15 @@ class EntryDispatch:
         rec = self.recorder
         if step is not None and session_live and step.entry_inline:
             self._inline(row, step)
-        ran.deferred.flush(rec)
+        if ran is not NOTHING_RAN:
+            ran.deferred.flush(rec)
         rec.counters.add("entries_dispatched")
         if rec.active:
             rec.emit("entry", "info", task=row.task_id, step=step.id if step is not None else row.to_step_id,
                      entry_id=row.id, attempted=list(ran.attempted),
                      failed=[{"kind": k, "error": e} for k, e in ran.failed], workflow=row.to_workflow_id,
                      session=row.session_id)
-        return EntryResult(row.id, "dispatched", ran.attempted, ran.failed)
+        return _entry_result(row.id, "dispatched", ran.attempted, ran.failed)
 
     def redelivered(self, row: LedgerRow) -> EntryResult:
         """A delivery of an entry that has its record: discarded whole."""
@@ -314,6 +319,9 @@ class _RollBack(Exception):
         super().__init__(outcome.reason)
         self.outcome = outcome
 
+
+NOTHING_RAN = Ran((), (), Deferred())
+"""What an entry with nothing to dispatch did (shared: nothing is ever added to its `Deferred`)."""
 
 OK_DONE = Ok()
 """The outcome of a position that ran before (its marker is done) or that another delivery holds."""

@@ -49,8 +49,8 @@ class Exits:
             if executor is None:
                 continue
             key = f"exit:{operation_ident(operation_id)}:{action.position}:{action.kind}" if operation_id else None
-            ctx = self.invoker.context(action, task, workflow_id, step_id, EXIT_TRIGGER, key=key,
-                                       operation_id=operation_id, session_id=session_id)
+            ctx = self.invoker.context(action, task, workflow_id, step_id, EXIT_TRIGGER, key, None, operation_id,
+                                       session_id, None, None, exit_handler.workflow_steps)
             try:
                 outcome = self.invoker.call(executor, action.args, ctx, self.store)
             except StoreError as exc:

@@ -23,13 +23,11 @@ class Recorder:
     def __init__(self, sinks: Sequence[RecordSink] | None = None, counters: Counters | None = None) -> None:
         self.sinks: list[RecordSink] = list(sinks) if sinks is not None else [LoguruSink()]
         self.counters = counters if counters is not None else Counters()
-
-    @property
-    def active(self) -> bool:
-        return bool(self.sinks)
+        self.active = bool(self.sinks)
 
     def add_sink(self, sink: RecordSink) -> None:
         self.sinks.append(sink)
+        self.active = True
 
     def emit(self, kind: str, level: Level = "info", message: str | None = None, /, **fields: Any) -> None:
         """Send one record to every sink (a failing sink is ignored: it must not take the runtime down)."""
@@ -87,6 +85,8 @@ class Deferred:
         self.items.append(("failure", (reason, fault, task_id, session_id, kind), {}))
 
     def flush(self, recorder: Recorder) -> None:
+        if not self.items:
+            return
         for what, args, kwargs in self.items:
             getattr(recorder, what)(*args, **kwargs)
         self.items = []

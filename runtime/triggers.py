@@ -18,8 +18,9 @@ from .checks import MAX_ID_BYTES, check_id, check_text
 from .claims import OperationClaims
 from .errors import PayloadError, RuntimeFault, UnknownStepError, UnknownTaskError, UnknownTriggerError
 from .exits import Exits
+from .frozen import builder
 from .index import Handler, PlanIndex
-from .invoker import Failed, Invoker
+from .invoker import OK, Failed, Invoker, check_effects, failed_from
 from .keys import operation_ident
 from .plan import PlanAction, value_problem
 from .quorum import QuorumResult
@@ -30,6 +31,8 @@ from .results import ArrivalResult, FireResult
 from .store import Store, StoreError, TaskState
 
 __all__ = ["TriggerDispatch", "quorum_of"]
+
+_fire_result = builder(FireResult)  # the hot path's constructor (frozen.builder: ADR 0027's ablation)
 
 
 def quorum_of(store: Store, index: PlanIndex, action: PlanAction, task: TaskState, step_id: str,
@@ -79,7 +82,7 @@ class TriggerDispatch:
         wf_id, step_id = task.workflow_id, task.step_id
         if wf_id is None or step_id is None:
             raise UnknownStepError(f"task `{task_id}` is at no step")
-        handler = index.handler(wf_id, step_id, trigger)
+        handler = index.handlers.get((wf_id, step_id, trigger)) or index.handler(wf_id, step_id, trigger)
         registered = self.invoker.registry.entries
         rec = self.recorder
         for kind in handler.kinds:  # the pre-dispatch walk: warns even on an idempotent replay
@@ -122,8 +125,7 @@ class TriggerDispatch:
         # walk, their guards evaluated in order
         target, chosen = handler.target, handler.target_known
         walk = handler.runs if chosen else actions
-        ran: list[str] = []
-        skipped = False  # an action without an executor: `ran` then differs from the handler's kinds
+        ran: list[str] | None = None  # the kinds that ran, once one was skipped (None: all of `handler.kinds` so far)
         for action in walk:
             if action.action_class == "transition":
                 if chosen or action.requires_approval:
@@ -137,22 +139,35 @@ class TriggerDispatch:
                 continue
             executor = registered.get(action.kind)
             if executor is None:
-                skipped = True
+                if ran is None:
+                    ran = _ran_before(walk, action)
                 continue
             key = f"{operation_ident(operation_id)}:{action.position}:{action.kind}" if operation_id else None
-            ctx = invoker.context(action, task, wf_id, step_id, trigger, key=key, operation_id=operation_id,
-                                  session_id=session_id, payload=payload)
+            ctx = invoker.context(action, task, wf_id, step_id, trigger, key, None, operation_id, session_id, payload,
+                                  None, handler.workflow_steps)
             try:
-                outcome = invoker.call(executor, action.args, ctx, self.store)
+                if executor.transactional or invoker.timeout is not None:
+                    outcome = invoker.call(executor, action.args, ctx, self.store)
+                else:  # in place: the hot path (what `Invoker.call` does for it, without the call)
+                    try:
+                        returned = executor.fn(action.args, ctx)
+                        outcome = OK if returned is None else check_effects(returned)
+                    except (KeyboardInterrupt, StoreError):
+                        raise
+                    except BaseException as exc:  # contained: a fault of this call (ADR 0021)
+                        outcome = failed_from(exc)
             except StoreError as exc:  # the store failing under a store-backed action: that action's failure
                 outcome = Failed(str(exc) or type(exc).__name__)
-            if isinstance(outcome, Failed):
-                return self._aborted(trigger, task, step_id, session_id, operation_id, token, outcome_label,
-                                     tuple(ran), action.kind, outcome)
-            ran.append(action.kind)
-            if outcome.effects:
-                rec.effects(outcome.effects, action.kind, task.id, step_id, operation_id=operation_id)
-        ran_kinds = tuple(ran) if skipped else handler.kinds
+            if outcome is not OK:  # OK: it ran, with nothing to report (the common case)
+                if isinstance(outcome, Failed):
+                    return self._aborted(trigger, task, step_id, session_id, operation_id, token, outcome_label,
+                                         tuple(ran if ran is not None else _ran_before(walk, action)), action.kind,
+                                         outcome)
+                if outcome.effects:
+                    rec.effects(outcome.effects, action.kind, task.id, step_id, operation_id=operation_id)
+            if ran is not None:
+                ran.append(action.kind)
+        ran_kinds = handler.kinds if ran is None else tuple(ran)
         if rec.active:
             level: Level = "info" if actions else "debug"
             rec.emit("dispatch", level, MESSAGES["dispatch_info" if actions else "dispatch_debug"], trigger=trigger,
@@ -175,7 +190,7 @@ class TriggerDispatch:
                 self.store.mark_operation(operation_id, task_id=task.id, trigger=trigger)
         if rec.active:
             self.outcome(outcome_label, trigger, "dispatched", task.id, operation_id)
-        return FireResult("dispatched", trigger, task.id, step_id, operation_id, ran_kinds, arrival)
+        return _fire_result("dispatched", trigger, task.id, step_id, operation_id, ran_kinds, arrival)
 
     def _transition(self, task: TaskState, wf_id: str, step_id: str, target: str, session_id: str | None,
                     operation_id: str | None, trigger: str) -> ArrivalResult:
@@ -183,12 +198,19 @@ class TriggerDispatch:
         transaction."""
         task_id = task.id
         actor_kind = "agent" if session_id else "system"
-        destination = self.index.steps.get((wf_id, target))
-        result, entered = self.arrivals.write(
-            lambda store: (store.move_task(task_id, wf_id, target, route="engine_transition", actor_kind=actor_kind,
-                                           actor_id=session_id, session_id=session_id, expected_step_id=step_id,
-                                           operation_id=operation_id, operation_trigger=trigger), destination),
-            task_id, session_id)
+        if self.arrivals.atomic:
+            destination = self.index.steps.get((wf_id, target))
+            result, entered = self.arrivals.write(
+                lambda store: (store.move_task(task_id, wf_id, target, route="engine_transition",
+                                               actor_kind=actor_kind, actor_id=session_id, session_id=session_id,
+                                               expected_step_id=step_id, operation_id=operation_id,
+                                               operation_trigger=trigger), destination),
+                task_id, session_id)
+        else:  # the same write, with its entry after the commit: no transaction to wrap it in
+            result = self.store.move_task(task_id, wf_id, target, route="engine_transition", actor_kind=actor_kind,
+                                          actor_id=session_id, session_id=session_id, expected_step_id=step_id,
+                                          operation_id=operation_id, operation_trigger=trigger)
+            entered = None
         if result.status == "moved":  # "dispatches" counted with the arrival's counters
             return self.arrivals.arrived(result.ledger, task_id, step_id, session_id, entered=entered,
                                          counts=TRANSITION)
@@ -252,3 +274,15 @@ class TriggerDispatch:
         except (TypeError, ValueError) as exc:
             raise PayloadError(f"`{trigger}`'s payload is not plain JSON data: {exc}") from None
         return given
+
+
+def _ran_before(walk: tuple[PlanAction, ...], upto: PlanAction) -> list[str]:
+    """The kinds of the non-transition actions walked before `upto` (found by position in the walk): what ran
+    when every one of them had an executor."""
+    ran = []
+    for action in walk:
+        if action is upto:
+            break
+        if action.action_class != "transition":
+            ran.append(action.kind)
+    return ran

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from interlock.runtime.frozen import builder
 from interlock.runtime.store import (
     Claim,
     Decision,
@@ -57,9 +58,9 @@ from ._common import (
     steps_tuple,
 )
 
-_task_state = TaskState
-_ledger_row = LedgerRow
-_move_result = MoveResult
+_task_state = builder(TaskState)  # the hot paths' constructors (interlock.runtime.frozen.builder)
+_ledger_row = builder(LedgerRow)
+_move_result = builder(MoveResult)
 
 __all__ = ["MemoryStore"]
 
@@ -253,7 +254,10 @@ class MemoryStore:
 
     def record_entry(self, record: EntryRecord) -> bool:
         """Record the entry (see the protocol): False if the row has one already (nothing changed)."""
-        if not _stored_shape(record):  # kept as the SQL store hands it back: tuples of str
+        attempted, failed = record.attempted, record.failed
+        if type(attempted) is not tuple or type(failed) is not tuple or ((attempted or failed)
+                                                                       and not _stored_shape(record)):
+            # kept as the SQL store hands it back: tuples of str (an empty entry's record is that already)
             record = replace(record, attempted=attempted_value(attempted_text(record.attempted)),
                              failed=failed_value(failed_text(record.failed)))
         entry_id = record.entry_id
@@ -269,7 +273,10 @@ class MemoryStore:
                                                                       record.step_id):
                 raise foreign_entry_error(entry_id, (record.task_id, record.workflow_id, record.step_id),
                                           (row.task_id, row.to_workflow_id, row.to_step_id))
-            self._put(self._entries, entry_id, record)
+            if self._undo is None:  # outside a unit: nothing to undo (`_put` without its call)
+                self._entries[entry_id] = record
+            else:
+                self._put(self._entries, entry_id, record)
             return True
 
     def markers(self, entry_id: int) -> dict[int, Marker]:

@@ -34,6 +34,7 @@ from typing import Any, cast
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 
+from interlock.runtime.frozen import builder
 from interlock.runtime.store import (
     Claim,
     Decision,
@@ -94,9 +95,9 @@ from .statements import (
     _in_list,
 )
 
-_task_state = TaskState
-_ledger_row = LedgerRow
-_move_result = MoveResult
+_task_state = builder(TaskState)  # the hot paths' constructors (interlock.runtime.frozen.builder)
+_ledger_row = builder(LedgerRow)
+_move_result = builder(MoveResult)
 
 __all__ = ["SqlStore"]
 

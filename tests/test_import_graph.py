@@ -104,7 +104,7 @@ def test_the_module_graph_has_no_cycle() -> None:
         stack.append(node)
         for target in sorted(graph.get(node, ())):
             if state.get(target) == 1:
-                cycles.append(stack[stack.index(target):] + [target])
+                cycles.append([*stack[stack.index(target):], target])
             elif target not in state:
                 visit(target)
         stack.pop()
