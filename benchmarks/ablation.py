@@ -8,6 +8,7 @@ a fresh interpreter, which switches its device off before the runtime is importe
 has no switches of its own: the device is replaced from outside, behind the same interface):
 
 - `fast_init`: the frozen records' `__init__` as dataclasses generates it;
+- `builder`: the hot paths build their records with the class itself instead of its plain twin;
 - `counter shards`: `Counters` as one `collections.Counter` behind a lock;
 - `run-key digests`: the digest of a queueing action's configuration computed on every call
   instead of once per plan.
@@ -26,7 +27,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CONFIGS = ("all devices on", "fast_init off", "counter shards off", "run-key digests off")
+CONFIGS = ("all devices on", "fast_init off", "builder off", "counter shards off", "run-key digests off")
 
 _CHILD = r'''
 import collections, json, sys, threading
@@ -35,6 +36,8 @@ sys.path.insert(0, sys.argv[4])
 import interlock.runtime.frozen as frozen
 if config == "fast_init off":
     frozen.fast_init = lambda cls: cls
+if config == "builder off":
+    frozen.builder = lambda cls: cls
 import interlock.runtime.records as records
 if config == "counter shards off":
     class LockedCounters(records.Counters):
