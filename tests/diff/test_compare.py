@@ -145,8 +145,8 @@ def test_actions_are_aligned_not_compared_by_index() -> None:
 
 def test_reordered_transitions_are_a_move() -> None:
     text = edited(("      move_to_step(approval) when quorum(reviewer, all_approve)\n"
-                   "      move_to_step(work)     when quorum(reviewer, any_reject)\n",
-                   "      move_to_step(work)     when quorum(reviewer, any_reject)\n"
+                   "      move_to_step(work) when quorum(reviewer, any_reject)\n",
+                   "      move_to_step(work) when quorum(reviewer, any_reject)\n"
                    "      move_to_step(approval) when quorum(reviewer, all_approve)\n"))
     found = [(c.code, c.step, c.trigger) for c in changes(OFFICE, text) if c.code.startswith("action.")]
     assert found == [("action.moved", "review", "on_turn_complete")]
