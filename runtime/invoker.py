@@ -87,8 +87,19 @@ def check_effects(result: Any) -> Outcome:
     return Ok(tuple(effects)) if effects else OK
 
 
-def _not_plain(value: Any) -> str | None:
-    """Why `value` is not plain JSON data (string keys at every level, finite numbers, nothing else), or None."""
+def _not_plain(value: Mapping[Any, Any]) -> str | None:
+    """Why an effect is not plain JSON data (string keys at every level, finite numbers, nothing else), or None.
+    A flat effect of strings and integers (every built-in's) is checked in one pass over its items."""
+    for key, item in value.items():
+        if type(key) is not str:
+            return f"a {type(key).__name__} key {key!r} (keys are strings)"
+        kind = type(item)
+        if kind is not str and kind is not int and item is not None and kind is not bool:
+            return _not_plain_nested(value)
+    return None
+
+
+def _not_plain_nested(value: Any) -> str | None:
     stack = [value]
     seen = 0
     while stack:

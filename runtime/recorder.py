@@ -43,8 +43,9 @@ class Recorder:
                 **ids: Any) -> None:
         for effect in effects:
             self.counters.add("effects")
-            self.emit("effect", "info", kind=kind, task=task_id, step=step_id, **ids,
-                      **{k: v for k, v in effect.items() if k != "kind"})
+            if self.active:
+                self.emit("effect", "info", kind=kind, task=task_id, step=step_id, **ids,
+                          **{k: v for k, v in effect.items() if k != "kind"})
 
     def failure(self, reason: str, fault: bool, task_id: str, session_id: str | None, kind: str) -> None:
         """An executor call failed: counted; a fault (an unexpected exception) also gets an `error` record."""
