@@ -7,7 +7,7 @@ A device stays in the runtime only where this table shows it pays.  Each configu
 a fresh interpreter, which switches its device off before the runtime is imported (the library
 has no switches of its own: the device is replaced from outside, behind the same interface):
 
-- `fast_init`: the frozen records' `__init__` as dataclasses generates it;
+- `fast_init`: the frozen records' `__init__` as dataclasses generates it (and so no builder either);
 - `builder`: the hot paths build their records with the class itself instead of its plain twin;
 - `counter shards`: `Counters` as one `collections.Counter` behind a lock;
 - `run-key digests`: the digest of a queueing action's configuration computed on every call
@@ -34,8 +34,9 @@ import collections, json, sys, threading
 config, figure, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sys.path.insert(0, sys.argv[4])
 import interlock.runtime.frozen as frozen
-if config == "fast_init off":
+if config == "fast_init off":  # the builder's twin classes come from fast_init: both go
     frozen.fast_init = lambda cls: cls
+    frozen.builder = lambda cls: cls
 if config == "builder off":
     frozen.builder = lambda cls: cls
 import interlock.runtime.records as records
