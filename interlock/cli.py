@@ -215,11 +215,12 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _output_target(raw: str) -> Path:
-    """Where `-o` writes, refused before compiling when it cannot be written there."""
+def output_target(raw: str, example: str) -> Path:
+    """Where `-o` writes, refused (`UsageError`) before anything is done when it cannot be written there; `example`
+    names a file the command would write (every command's `-o` says the same)."""
     target = Path(raw)
     if target.is_dir():
-        raise UsageError(f"-o {_short(raw)}: is a folder: give the plan's file name (e.g. {_short(raw)}/plan.json)")
+        raise UsageError(f"-o {_short(raw)}: is a folder: give the file's name (e.g. {_short(raw)}/{example})")
     parent = target.parent
     if not parent.is_dir():
         what = "is not a folder" if parent.exists() else "does not exist"
@@ -255,7 +256,7 @@ def _compile(args: argparse.Namespace) -> int:
     name = args.file
     if name != "-" and not Path(name).is_file():
         raise UsageError(f"no such file: {_short(name)}" if not Path(name).exists() else f"not a file: {_short(name)}")
-    target = _output_target(args.output) if args.output and args.output != "-" else None
+    target = output_target(args.output, "plan.json") if args.output and args.output != "-" else None
     result = _compile_one(name, args.stdin_filename, want_plan=True)
     if result.diagnostics:
         sys.stderr.write(render.render_full(result.diagnostics, result.sources,

@@ -79,17 +79,14 @@ def _format(args: argparse.Namespace) -> str:
 
 
 def _target(raw: str | None) -> Path | None:
-    """Where `-o` writes (None: stdout), refused before any work when it cannot be written there."""
     if raw is None or raw == "-":
         return None
-    target = Path(raw)
-    if target.is_dir():
-        raise _Usage(f"-o {_short(raw)}: is a folder: give the diagram's file name")
-    parent = target.parent
-    if not parent.is_dir():
-        what = "is not a folder" if parent.exists() else "does not exist"
-        raise _Usage(f"-o {_short(raw)}: the folder {_short(str(parent))} {what}: create it first")
-    return target
+    from interlock.cli import UsageError, output_target
+
+    try:
+        return output_target(raw, "diagram.mmd")
+    except UsageError as exc:
+        raise _Usage(str(exc)) from None
 
 
 def _plan(args: argparse.Namespace) -> tuple[Any, int | None]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 __all__ = ["HELP", "DESCRIPTION", "EPILOG", "add_arguments", "run"]
 
@@ -39,24 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write the schema to this file, replacing it (default, or `-`: standard output)")
 
 
-def _target(raw: str) -> Path:
-    """Where -o writes, refused before anything is written when it cannot be written there."""
-    from interlock.cli import UsageError
-
-    target = Path(raw)
-    if target.is_dir():
-        raise UsageError(f"-o {raw}: is a folder: give the schema's file name (e.g. {raw}/plan.schema.json)")
-    parent = target.parent
-    if not parent.is_dir():
-        what = "is not a folder" if parent.exists() else "does not exist"
-        raise UsageError(f"-o {raw}: the folder {parent} {what}: create it first")
-    return target
-
-
 def run(args: argparse.Namespace) -> int:
+    from interlock.cli import output_target
     from interlock.schemas import render
 
-    target = _target(args.output) if args.output and args.output != "-" else None
+    target = output_target(args.output, f"{args.name}.schema.json") if args.output and args.output != "-" else None
     text = render(args.name)
     if target is None:
         sys.stdout.write(text)
