@@ -57,7 +57,9 @@ pg = _helper("_conc_pg")
 
 TRIALS = int(os.environ.get("INTERLOCK_CRASH_TRIALS", "100"))
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the crash harness forks its workers (POSIX)")
+# long-running (a campaign of SIGKILLed processes on both backends): in the full suite, not in `-m "not slow"`
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not hasattr(os, "fork"), reason="the crash harness forks its workers (POSIX)")]
 
 # Kinds of kill point, by the label of the point (see `_crash_worker.PointStore`).
 PHASES = {

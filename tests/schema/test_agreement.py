@@ -28,6 +28,8 @@ from interlock.runtime.plan import PlanError, dump_plan, load_plan, plan_digest
 from interlock.runtime.scenario import ScenarioError, parse_scenario
 from interlock.schemas import schema
 
+pytestmark = pytest.mark.slow  # every shipped plan and scenario mutated field by field: seconds, not millis
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 VALUES: tuple[Any, ...] = (None, 7, -1, "x", "", True, [], {}, 1.5)
