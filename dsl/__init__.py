@@ -5,24 +5,14 @@ Public entry points: `parse_source` (text → IR) and `parse_file` (path → IR)
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 
-# Importing pydantic's model machinery and defining the IR's models allocates tens of
-# thousands of long-lived objects, and the cyclic collector would scan them over and over
-# while they are made (measured: about a tenth of an `interlock check` process).  It is
-# paused for these imports only, and left as the importer had it.
-_collecting = gc.isenabled()
-gc.disable()
-try:
-    from . import ir
-    from .diagnostics import CODES, Diagnostic, InternalCompilerError, Label, Severity
-    from .parser import DEFAULT_LIMITS, Limits, decode, read_limited
-    from .source import SourceFile, Span
-finally:
-    if _collecting:
-        gc.enable()
-    del _collecting
+# A library import leaves the host's garbage collector alone; the one-shot CLI pauses it while the front end is
+# imported (`interlock.cli._import_front_end`).
+from . import ir
+from .diagnostics import CODES, Diagnostic, InternalCompilerError, Label, Severity
+from .parser import DEFAULT_LIMITS, Limits, decode, read_limited
+from .source import SourceFile, Span
 
 __all__ = [
     "CODES", "Diagnostic", "InternalCompilerError", "Label", "Limits", "Severity", "SourceFile", "Span",
