@@ -167,7 +167,7 @@ class Runtime:
     def fire(self, trigger: str, task_id: str, *, session_id: str | None = None,
              payload: Mapping[str, Any] | None = None, operation_id: str | None = None) -> FireResult:
         """Run a step's handler for a non-entry trigger (docs/runtime.md §2)."""
-        return self.triggers.fire(trigger, task_id, session_id=session_id, payload=payload, operation_id=operation_id)
+        return self.triggers.fire(trigger, task_id, session_id, payload, operation_id)
 
     def dispatch(self, sequence: str, event: Mapping[str, Any], *,
                  host: Mapping[str, Any] | None = None) -> DispatchResult:

@@ -240,7 +240,7 @@ class Arrivals:
                            session=session_id, message=str(exc) or type(exc).__name__)
         return moved, None
 
-    def arrived(self, ledger: LedgerRow | None, task_id: str, from_step: str | None, session_id: str | None, *,
+    def arrived(self, ledger: LedgerRow | None, task_id: str, from_step: str | None, session_id: str | None,
                 dispatch: bool = True, entered: Entered | None = None,
                 counts: tuple[str, ...] = ARRIVAL) -> ArrivalResult:
         """An arrival committed: its record, its counters, its entry, its result."""

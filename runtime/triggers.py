@@ -60,7 +60,7 @@ class TriggerDispatch:
         self.arrivals = arrivals
         self.recorder = recorder
 
-    def fire(self, trigger: str, task_id: str, *, session_id: str | None = None,
+    def fire(self, trigger: str, task_id: str, session_id: str | None = None,
              payload: Mapping[str, Any] | None = None, operation_id: str | None = None,
              outcome_label: Mapping[str, Any] | None = None) -> FireResult:
         """Run a step's handler for a non-entry trigger.  `outcome_label` names the outcome record's source
@@ -212,8 +212,7 @@ class TriggerDispatch:
                                           operation_id=operation_id, operation_trigger=trigger)
             entered = None
         if result.status == "moved":  # "dispatches" counted with the arrival's counters
-            return self.arrivals.arrived(result.ledger, task_id, step_id, session_id, entered=entered,
-                                         counts=TRANSITION)
+            return self.arrivals.arrived(result.ledger, task_id, step_id, session_id, True, entered, TRANSITION)
         self.recorder.counters.add("dispatches")
         if operation_id:
             self.store.mark_operation(operation_id, task_id=task_id, trigger=trigger)
