@@ -23,6 +23,8 @@ __all__ = [
 
 
 class Node(BaseModel):
+    """The base of every IR node: frozen data with a `kind` tag and the span it was written at."""
+
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     span: Span
@@ -34,6 +36,8 @@ class Node(BaseModel):
 
 
 class Ident(Node):
+    """A name as written, with its span."""
+
     kind: Literal["ident"] = "ident"
     name: str
 
@@ -42,16 +46,22 @@ class Ident(Node):
 
 
 class StrLit(Node):
+    """A string literal, its escapes resolved."""
+
     kind: Literal["str"] = "str"
     value: str
 
 
 class IntLit(Node):
+    """An integer literal."""
+
     kind: Literal["int"] = "int"
     value: int
 
 
 class BoolLit(Node):
+    """`true` or `false`."""
+
     kind: Literal["bool"] = "bool"
     value: bool
 
@@ -76,11 +86,15 @@ class CallValue(Node):
 
 
 class ListValue(Node):
+    """A list literal `[a, b]`."""
+
     kind: Literal["list"] = "list"
     items: tuple["Value", ...]
 
 
 class MapEntry(Node):
+    """One `key: value` of a map literal (the key a name or a string)."""
+
     kind: Literal["map_entry"] = "map_entry"
     key: str
     value: "Value"
@@ -88,6 +102,8 @@ class MapEntry(Node):
 
 
 class MapValue(Node):
+    """A map literal `{k: v}`."""
+
     kind: Literal["map"] = "map"
     entries: tuple[MapEntry, ...]
 
@@ -96,6 +112,8 @@ Value = Union[StrLit, IntLit, BoolLit, NameValue, CallValue, ListValue, MapValue
 
 
 class PathExpr(Node):
+    """A field path in an expression (`event.session_id`)."""
+
     kind: Literal["path"] = "path"
     parts: tuple[str, ...]
 
@@ -105,6 +123,8 @@ class PathExpr(Node):
 
 
 class NotExpr(Node):
+    """`not EXPR`."""
+
     kind: Literal["not"] = "not"
     operand: "Expr"
 
@@ -124,6 +144,8 @@ Expr = Union[PathExpr, StrLit, IntLit, BoolLit, NotExpr, BinaryExpr]
 
 
 class TypeRef(Node):
+    """A parameter type as written: a name, `list[T]`, optional with `?`."""
+
     kind: Literal["type"] = "type"
     name: str
     arg: "TypeRef | None" = None
@@ -135,6 +157,8 @@ class TypeRef(Node):
 
 
 class Param(Node):
+    """A parameter of a trigger or an action kind, with its type and default."""
+
     kind: Literal["param"] = "param"
     name: Ident
     type: TypeRef
@@ -142,11 +166,15 @@ class Param(Node):
 
 
 class UseDecl(Node):
+    """`use NAME`: a prelude shipped with the package or a sibling `NAME.wf`."""
+
     kind: Literal["use"] = "use"
     name: Ident
 
 
 class TriggerDecl(Node):
+    """`trigger NAME (params)`, `entry` marking the step-entry trigger."""
+
     kind: Literal["trigger"] = "trigger"
     name: Ident
     params: tuple[Param, ...] = ()
@@ -154,11 +182,15 @@ class TriggerDecl(Node):
 
 
 class RoleDecl(Node):
+    """`role NAME, …`."""
+
     kind: Literal["role"] = "role"
     names: tuple[Ident, ...]
 
 
 class ActionKindDecl(Node):
+    """`session|task|transition NAME(params) on TRIGGERS`: an action kind and its class."""
+
     kind: Literal["action_kind"] = "action_kind"
     action_class: Literal["session", "task", "transition"]
     name: Ident
@@ -167,24 +199,32 @@ class ActionKindDecl(Node):
 
 
 class Field(Node):
+    """One field of a record declaration, with its type."""
+
     kind: Literal["field"] = "field"
     name: Ident
     type: TypeRef
 
 
 class RecordDecl(Node):
+    """`record NAME { field: type … }`."""
+
     kind: Literal["record"] = "record"
     name: Ident
     fields: tuple[Field, ...]
 
 
 class EntryClause(Node):
+    """One `exclude` or `dispatch` list of an entry block."""
+
     kind: Literal["entry_clause"] = "entry_clause"
     mode: Literal["exclude", "dispatch"]
     kinds: tuple[Ident, ...]
 
 
 class EntryDecl(Node):
+    """`entry { exclude … dispatch … }`: additions to the entry policy."""
+
     kind: Literal["entry"] = "entry"
     clauses: tuple[EntryClause, ...]
 
@@ -193,35 +233,47 @@ class EntryDecl(Node):
 
 
 class StepFlag(Node):
+    """A step attribute without a value: `start`, `manual_move`, `terminal`."""
+
     kind: Literal["step_flag"] = "step_flag"
     name: Literal["start", "manual_move", "terminal"]
 
 
 class StepSetting(Node):
+    """A step attribute with a value: `position N`, `stage NAME`, `prompt "…"`, `wip_limit N`, `pull_from STEP`."""
+
     kind: Literal["step_setting"] = "step_setting"
     name: Literal["position", "wip_limit", "stage", "pull_from", "prompt"]
     value: IntLit | StrLit | Ident
 
 
 class Threshold(Node):
+    """A quorum threshold: `all_approve`, …, or `n_approve(N)`."""
+
     kind: Literal["threshold"] = "threshold"
     name: Ident
     count: IntLit | None = None
 
 
 class QuorumGuard(Node):
+    """`when quorum(ROLE, THRESHOLD)` on a transition."""
+
     kind: Literal["quorum"] = "quorum"
     role: Ident
     threshold: Threshold
 
 
 class Arg(Node):
+    """One argument of an action call, positional or named."""
+
     kind: Literal["arg"] = "arg"
     name: Ident | None
     value: Value
 
 
 class ActionCall(Node):
+    """An action in a handler: its kind, arguments, guard and `requires_approval`."""
+
     kind: Literal["action"] = "action"
     name: Ident
     args: tuple[Arg, ...] = ()
@@ -231,12 +283,16 @@ class ActionCall(Node):
 
 
 class Handler(Node):
+    """`on TRIGGER { actions }`: a step's actions for one trigger, in order."""
+
     kind: Literal["handler"] = "handler"
     trigger: Ident
     actions: tuple[ActionCall, ...]
 
 
 class StepDecl(Node):
+    """`step ID "Title" { attributes and handlers }`, items in the order written."""
+
     kind: Literal["step"] = "step"
     name: Ident
     title: StrLit | None = None
@@ -246,6 +302,8 @@ class StepDecl(Node):
 
 
 class WorkflowDecl(Node):
+    """`workflow ID "Title" { steps }`."""
+
     kind: Literal["workflow"] = "workflow"
     name: Ident
     title: StrLit | None = None
@@ -259,11 +317,15 @@ Level = Literal["silent", "debug", "info", "warning", "error"]
 
 
 class EventItem(Node):
+    """`event RECORD` of a dispatch block: the record its event is."""
+
     kind: Literal["event"] = "event"
     record: Ident
 
 
 class SkipItem(Node):
+    """`skip GUARD LEVEL "message" when EXPR` of a dispatch block."""
+
     kind: Literal["skip"] = "skip"
     name: Ident
     level: Level
@@ -272,6 +334,8 @@ class SkipItem(Node):
 
 
 class LoadCase(Node):
+    """One case of a `load`: `missing`, `error` or both, and the skip it leads to."""
+
     kind: Literal["load_case"] = "load_case"
     outcomes: tuple[Literal["missing", "error"], ...]
     guard: Ident
@@ -280,6 +344,8 @@ class LoadCase(Node):
 
 
 class LoadItem(Node):
+    """`load NAME = LOADER(args) { cases }` of a dispatch block."""
+
     kind: Literal["load"] = "load"
     name: Ident
     loader: Ident
@@ -288,18 +354,24 @@ class LoadItem(Node):
 
 
 class OperationItem(Node):
+    """`operation "template" when EXPR` of a dispatch block."""
+
     kind: Literal["operation"] = "operation"
     template: StrLit
     condition: Expr | None = None
 
 
 class Assignment(Node):
+    """One `name = EXPR` of a payload block."""
+
     kind: Literal["assignment"] = "assignment"
     name: Ident
     value: Expr
 
 
 class PayloadItem(Node):
+    """`payload { assignments }` of a dispatch block."""
+
     kind: Literal["payload"] = "payload"
     assignments: tuple[Assignment, ...]
 
@@ -308,6 +380,8 @@ DispatchItem = Union[EventItem, SkipItem, LoadItem, OperationItem, PayloadItem]
 
 
 class DispatchDecl(Node):
+    """`dispatch NAME on TRIGGER { items }`: a dispatch sequence as written."""
+
     kind: Literal["dispatch"] = "dispatch"
     name: Ident
     trigger: Ident

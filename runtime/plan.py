@@ -32,16 +32,22 @@ class PlanError(Exception):
 
 
 class _M(BaseModel):
+    """The base of every plan model: frozen, extra keys forbidden (a hand-edited plan is refused, not guessed at)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class SourceRef(_M):
+    """Where a plan node was written: the `.wf` file (relative to the main file's folder) and line, column."""
+
     file: str
     line: int
     col: int
 
 
 class PlanParam(_M):
+    """A declared parameter of a trigger or an action kind: its name, plan type, whether it is required, its default."""
+
     name: str
     type: str
     required: bool
@@ -49,12 +55,16 @@ class PlanParam(_M):
 
 
 class PlanTrigger(_M):
+    """A trigger: its name, whether it is the entry trigger, and its payload's parameters."""
+
     name: str
     entry: bool = False
     params: tuple[PlanParam, ...] = ()
 
 
 class PlanKind(_M):
+    """An action kind: its class (session, task or transition), parameters and the triggers it may be declared on."""
+
     name: str
     action_class: Literal["session", "task", "transition"]
     params: tuple[PlanParam, ...] = ()
@@ -63,11 +73,15 @@ class PlanKind(_M):
 
 
 class PlanRecord(_M):
+    """A record type dispatch sequences read: its fields and their plan types."""
+
     name: str
     fields: dict[str, str]
 
 
 class PlanGuard(_M):
+    """A transition's `when quorum(role, threshold)`; `count` is N of `n_approve(N)`."""
+
     role: str
     threshold: Literal["all_approve", "all_decide", "majority_approve", "any_reject", "n_approve"]
     count: int | None = None
@@ -88,6 +102,8 @@ class PlanAction(_M):
 
 
 class PlanStep(_M):
+    """A step: its attributes, its handlers by trigger, and its entry split into the actions the runtime dispatches and the kinds the host runs inline."""
+
     id: str
     title: str
     position: int
@@ -105,6 +121,8 @@ class PlanStep(_M):
 
 
 class PlanWorkflow(_M):
+    """A workflow: its steps in position order and its start step."""
+
     id: str
     title: str
     hidden: bool = False
@@ -114,6 +132,8 @@ class PlanWorkflow(_M):
 
 
 class EntryPolicy(_M):
+    """The entry policy: the entry trigger and the kinds it dispatches or excludes (every entry-capable kind in exactly one list)."""
+
     trigger: str
     exclude: tuple[str, ...]
     dispatch: tuple[str, ...]
@@ -123,22 +143,30 @@ class EntryPolicy(_M):
 
 
 class PathX(_M):
+    """An expression reading a field path (`event.session_id`) of the given plan type."""
+
     op: Literal["path"] = "path"
     path: tuple[str, ...]
     type: str
 
 
 class LitX(_M):
+    """An expression that is a literal string, integer or boolean."""
+
     op: Literal["lit"] = "lit"
     value: str | int | bool
 
 
 class NotX(_M):
+    """`not ARG`."""
+
     op: Literal["not"] = "not"
     arg: PlanExpr
 
 
 class BinX(_M):
+    """A binary expression: `or`, `and`, `==`, `!=` or `??` (the first non-empty)."""
+
     op: Literal["or", "and", "==", "!=", "??"]
     left: PlanExpr
     right: PlanExpr
@@ -150,12 +178,16 @@ Level = Literal["silent", "debug", "info", "warning", "error"]
 
 
 class GuardOutcome(_M):
+    """What a `load` case leads to: the guard that matches, its level and message."""
+
     guard: str
     level: Level
     message: str | None = None
 
 
 class SkipStep(_M):
+    """A `skip` guard of a dispatch sequence: matched when its `when` holds; recording unless `silent`."""
+
     step: Literal["skip"] = "skip"
     guard: str
     level: Level
@@ -165,6 +197,8 @@ class SkipStep(_M):
 
 
 class LoadStep(_M):
+    """A `load` of a dispatch sequence: a record read by the host's loader, with its missing and error cases."""
+
     step: Literal["load"] = "load"
     name: str
     loader: str
@@ -175,6 +209,8 @@ class LoadStep(_M):
 
 
 class PlanOperation(_M):
+    """An `operation` line: the operation id's template, split into literal text and field paths, and its `when`."""
+
     template: str
     parts: tuple[str | tuple[str, ...], ...]  # literal text or a field path
     when: PlanExpr | None = None
@@ -182,6 +218,8 @@ class PlanOperation(_M):
 
 
 class PlanSequence(_M):
+    """A dispatch sequence: its trigger, event record, guards and loads in order, operation lines and payload."""
+
     name: str
     trigger: str
     event: str
@@ -192,6 +230,8 @@ class PlanSequence(_M):
 
 
 class Plan(_M):
+    """A compiled plan: versioned, digested, data only; what the runtime interprets (`load_plan` checks it)."""
+
     plan_version: int = PLAN_VERSION
     compiler: str
     sources: tuple[str, ...]
