@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from interlock.dsl import Diagnostic, ir
 from interlock.dsl.diagnostics import label, make
+from interlock.runtime.vocabulary import STAGES, THRESHOLDS  # defined once, for the runtime too
 
 from .program import Program
 
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Symbols", "collect_symbols", "suggest", "suggestion_budget", "listing", "STAGES", "THRESHOLDS"]
 
-STAGES = ("work", "review", "approval", "custom")
-THRESHOLDS = ("all_approve", "all_decide", "majority_approve", "any_reject", "n_approve")
 
 
 class Symbols:

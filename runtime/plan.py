@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .vocabulary import ActionClass, Level, Stage, Threshold
+
 __all__ = [
     "PLAN_VERSION", "PlanError", "SourceRef", "PlanParam", "PlanTrigger", "PlanKind", "PlanRecord",
     "PlanGuard", "PlanAction", "PlanStep", "PlanWorkflow", "EntryPolicy", "PathX", "LitX", "NotX",
@@ -66,7 +68,7 @@ class PlanKind(_M):
     """An action kind: its class (session, task or transition), parameters and the triggers it may be declared on."""
 
     name: str
-    action_class: Literal["session", "task", "transition"]
+    action_class: ActionClass
     params: tuple[PlanParam, ...] = ()
     triggers: tuple[str, ...]
     source: SourceRef
@@ -83,7 +85,7 @@ class PlanGuard(_M):
     """A transition's `when quorum(role, threshold)`; `count` is N of `n_approve(N)`."""
 
     role: str
-    threshold: Literal["all_approve", "all_decide", "majority_approve", "any_reject", "n_approve"]
+    threshold: Threshold
     count: int | None = None
     source: SourceRef
 
@@ -93,7 +95,7 @@ class PlanAction(_M):
 
     position: int
     kind: str
-    action_class: Literal["session", "task", "transition"]
+    action_class: ActionClass
     args: dict[str, JsonValue] = {}
     guard: PlanGuard | None = None
     requires_approval: bool = False
@@ -110,7 +112,7 @@ class PlanStep(_M):
     start: bool = False
     manual_move: bool = False
     terminal: bool = False
-    stage: Literal["work", "review", "approval", "custom"] = "custom"
+    stage: Stage = "custom"
     prompt: str | None = None
     wip_limit: int = 0
     pull_from: str | None = None
@@ -174,7 +176,6 @@ class BinX(_M):
 
 PlanExpr = Annotated[Union[PathX, LitX, NotX, BinX], Field(discriminator="op")]
 
-Level = Literal["silent", "debug", "info", "warning", "error"]
 
 
 class GuardOutcome(_M):

@@ -21,14 +21,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .store import Decision, Participant
+from .vocabulary import THRESHOLDS
 
 __all__ = [
     "QuorumResult", "seats", "evaluate",
     "THRESHOLDS", "APPROVE_STYLE", "REASONS", "APPROVAL", "REJECTIONS",
 ]
 
-APPROVE_STYLE: tuple[str, ...] = ("all_approve", "all_decide", "majority_approve", "n_approve")
-THRESHOLDS: tuple[str, ...] = (*APPROVE_STYLE, "any_reject")
+APPROVE_STYLE: tuple[str, ...] = tuple(t for t in THRESHOLDS if t != "any_reject")
+"""The thresholds that count approvals of seats (`any_reject` is a veto and never looks at seats)."""
 REASONS: tuple[str, ...] = ("threshold_not_met", "slate_empty", "threshold_unrecognized", "threshold_unsatisfiable")
 APPROVAL = "approved"
 REJECTIONS: frozenset[str] = frozenset({"rejected", "changes_requested"})

@@ -11,13 +11,13 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from .frozen import fast_init
+from .vocabulary import Level
 
 __all__ = ["Record", "RecordSink", "ListSink", "LoguruSink", "Counters", "Level", "MESSAGES"]
 
-Level = Literal["silent", "debug", "info", "warning", "error"]
 
 # Stable messages, one per record kind (dispatch-sequence guards carry their own from the plan).
 MESSAGES: dict[str, str] = {

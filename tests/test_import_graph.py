@@ -114,3 +114,14 @@ def test_the_module_graph_has_no_cycle() -> None:
         if node not in state:
             visit(node)
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_dsl_names_the_levels_the_runtime_defines() -> None:
+    """The vocabularies are defined once for the runtime and the compiler (`interlock.runtime.vocabulary`); the DSL,
+    which may not import the runtime, spells the record levels in its IR: they must be the same words."""
+    from typing import get_args
+
+    from interlock.dsl import ir
+    from interlock.runtime.vocabulary import LEVELS
+
+    assert get_args(ir.Level) == LEVELS
