@@ -21,7 +21,7 @@ from .diagnostics import Diagnostic, make
 from .source import SourceFile, Span
 
 if TYPE_CHECKING:
-    from .parser import Limits
+    from .limits import Limits
 
 __all__ = ["Lowering", "Refused", "unescape"]
 
