@@ -19,7 +19,6 @@ import pytest
 from interlock.compiler import compile_source
 from interlock.dsl import SourceFile
 from interlock.runtime.plan import Plan
-from interlock.stores import upgrade
 
 HERE = Path(__file__).resolve().parent
 
@@ -151,18 +150,6 @@ def seeder() -> Callable[[str, Plan], dict[str, Any]]:
     return seed
 
 
-@pytest.fixture(scope="session")
-def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("diff-template") / "template.db"
-    upgrade(f"sqlite:///{path}")
-    return path
-
-
-@pytest.fixture
-def sqlite_url(tmp_path: Path, sqlite_template: Path) -> str:
-    path = tmp_path / "store.db"
-    path.write_bytes(sqlite_template.read_bytes())
-    return f"sqlite:///{path}"
 
 
 @pytest.fixture

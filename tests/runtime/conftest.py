@@ -102,13 +102,6 @@ def runtime_pg_engine(runtime_pg_url: str) -> Iterator[sa.Engine]:
     engine.dispose()
 
 
-@pytest.fixture(scope="session")
-def runtime_sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated SQLite file, copied for each test (cheaper than migrating each time)."""
-    path = tmp_path_factory.mktemp("rt-template") / "template.db"
-    upgrade(f"sqlite:///{path}")
-    return path
-
 
 # ---- backends -------------------------------------------------------------------------------
 
@@ -146,7 +139,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         yield Backend("memory", None, MemoryStore())
         return
     if request.param == "sqlite":
-        template: Path = request.getfixturevalue("runtime_sqlite_template")
+        template: Path = request.getfixturevalue("sqlite_template")
         path = tmp_path / "runtime.db"
         path.write_bytes(template.read_bytes())
         url = f"sqlite:///{path}"

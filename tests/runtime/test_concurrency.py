@@ -32,7 +32,7 @@ from interlock.runtime.errors import RuntimeFault
 from interlock.runtime.executors import ActionContext, ExecutorRegistry
 from interlock.runtime.records import ListSink
 from interlock.runtime.store import EntryRecord, LedgerRow, Marker, QueuedRun, Store, StoreError, TaskState
-from interlock.stores import MemoryStore, SqlStore, open_store, upgrade
+from interlock.stores import MemoryStore, SqlStore, open_store
 from interlock.stores.schema import metadata, operations
 
 HERE = Path(__file__).parent
@@ -147,12 +147,6 @@ def _run_processes(url: str, workers: int, tasks: int, cas_tasks: int) -> list[d
         results_q.close()
         results_q.join_thread()
 
-
-@pytest.fixture(scope="module")
-def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("conc-template") / "template.db"
-    upgrade(f"sqlite:///{path}")
-    return path
 
 
 BACKENDS = ["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]

@@ -39,7 +39,7 @@ from interlock.runtime.plan import PlanError, load_plan, plan_digest
 from interlock.runtime.records import ListSink
 from interlock.runtime.results import EntryResult
 from interlock.runtime.store import Decision, Participant, Store, StoreError, TaskState
-from interlock.stores import MemoryStore, SqlStore, open_store, upgrade
+from interlock.stores import MemoryStore, SqlStore, open_store
 from interlock.stores.engine import make_engine
 from interlock.stores.schema import metadata
 
@@ -111,13 +111,6 @@ def dump(store: SqlStore) -> dict[str, list[tuple[Any, ...]]]:
 def errors_of(sink: ListSink) -> list[dict[str, Any]]:
     return [dict(r.fields) for r in sink.records if r.kind == "error"]
 
-
-@pytest.fixture(scope="module")
-def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated SQLite file, copied for each test (cheaper than migrating each time)."""
-    path = tmp_path_factory.mktemp("faults") / "template.db"
-    upgrade(f"sqlite:///{path}")
-    return path
 
 
 @pytest.fixture()

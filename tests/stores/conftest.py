@@ -10,10 +10,8 @@ where they fail.
 from __future__ import annotations
 
 import os
-import shutil
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -111,19 +109,6 @@ def pg_clean_engine(pg_engine: sa.Engine) -> sa.Engine:
     return pg_engine
 
 
-@pytest.fixture(scope="session")
-def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated SQLite file, copied for each test (cheaper than migrating each time)."""
-    path = tmp_path_factory.mktemp("template") / "template.db"
-    upgrade(f"sqlite:///{path}")
-    return path
-
-
-@pytest.fixture()
-def sqlite_url(sqlite_template: Path, tmp_path: Path) -> str:
-    path = tmp_path / "store.db"
-    shutil.copyfile(sqlite_template, path)
-    return f"sqlite:///{path}"
 
 
 @pytest.fixture(params=BACKENDS)
