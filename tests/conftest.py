@@ -1,17 +1,27 @@
 """Shared pytest options and fixtures for the interlock test suite.
 
 `sqlite_template` is the suite's one migrated SQLite file: tests that need a SQLite store copy it
-(`sqlite_url`) instead of migrating a database of their own.
+(`sqlite_url`) instead of migrating a database of their own.  `pg_server` is the suite's one
+PostgreSQL bootstrap for fixtures (`INTERLOCK_TEST_PG_URL`, default the local `test` database): it
+makes private schemas, dropped at the end; an unreachable server skips the tests that need it,
+except under `CI=true`, where they fail.  (Spawned worker processes, which cannot use fixtures,
+import `tests/runtime/_conc_pg.py` by name.)
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
 
 from interlock.stores import upgrade
+from interlock.stores.engine import normalise_url
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,3 +43,65 @@ def sqlite_url(sqlite_template: Path, tmp_path: Path) -> str:
     path = tmp_path / "store.db"
     shutil.copyfile(sqlite_template, path)
     return f"sqlite:///{path}"
+
+
+# ---- PostgreSQL ----------------------------------------------------------------------------------------
+
+DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+
+
+def _pg_base_url() -> str:
+    return os.environ.get("INTERLOCK_TEST_PG_URL", DEFAULT_PG_URL)
+
+
+def with_search_path(url: str, schema: str) -> str:
+    """`url` with every connection's search_path set to `schema` (libpq `options`).
+
+    Commits are not flushed to disk before they return (`synchronous_commit=off`): a test
+    database need not survive a server crash, and the suite runs several times faster."""
+    u = normalise_url(url)
+    options = f"-csearch_path={schema} -csynchronous_commit=off"
+    return u.update_query_dict({"options": options}).render_as_string(hide_password=False)
+
+
+class PgServer:
+    """A reachable PostgreSQL server: makes private schemas and URLs that use them."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.admin = sa.create_engine(normalise_url(url), poolclass=sa.pool.NullPool)
+        self.schemas: list[str] = []
+
+    def new_schema(self) -> str:
+        """A fresh empty schema; its URL is `self.url_for(name)`."""
+        name = f"il_test_{uuid.uuid4().hex[:12]}"
+        with self.admin.begin() as conn:
+            conn.exec_driver_sql(f'CREATE SCHEMA "{name}"')
+        self.schemas.append(name)
+        return name
+
+    def url_for(self, schema: str) -> str:
+        return with_search_path(self.url, schema)
+
+    def drop_all(self) -> None:
+        with self.admin.begin() as conn:
+            for name in self.schemas:
+                conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        self.admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    url = _pg_base_url()
+    server = PgServer(url)
+    try:
+        with server.admin.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+    except sa.exc.OperationalError as exc:
+        server.admin.dispose()
+        where = make_url(normalise_url(url)).render_as_string(hide_password=True)
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL at {where} is unreachable and CI=true requires it: {exc.orig}")
+        pytest.skip(f"PostgreSQL at {where} is unreachable (set INTERLOCK_TEST_PG_URL): {exc.orig}")
+    yield server
+    server.drop_all()

@@ -7,10 +7,8 @@ Helpers reach the tests through fixtures, never imports: the suite runs in pytes
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ import pytest
 from interlock.compiler import compile_source
 from interlock.dsl import SourceFile
 from interlock.runtime.plan import Plan
+from interlock.stores import upgrade
 
 HERE = Path(__file__).resolve().parent
 
@@ -93,16 +92,6 @@ def plans() -> tuple[Plan, Plan]:
     return compile_text(OLD_TEXT), compile_text(NEW_TEXT)
 
 
-def _pg_helper() -> Any:
-    """tests/runtime/_conc_pg.py (the private-schema helper), loaded by path."""
-    path = HERE.parent / "runtime" / "_conc_pg.py"
-    spec = importlib.util.spec_from_file_location("_diff_conc_pg", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, module)
-    spec.loader.exec_module(module)
-    return module
-
 
 def seed(url: str, old: Plan) -> dict[str, Any]:
     """Work under the OLD plan: what the diff must report, and what it must not.  Returns the ids involved."""
@@ -153,10 +142,11 @@ def seeder() -> Callable[[str, Plan], dict[str, Any]]:
 
 
 @pytest.fixture
-def pg_url() -> Iterator[str]:
-    pg = _pg_helper()
-    with pg.private_schema() as name:
-        yield pg.url_for(name)
+def pg_url(pg_server: Any) -> str:
+    """A fresh migrated private schema of the suite's `pg_server` (dropped at the end of the session)."""
+    url = str(pg_server.url_for(pg_server.new_schema()))
+    upgrade(url)
+    return url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

@@ -14,8 +14,6 @@ suite runs in pytest's importlib mode without package `__init__` files.
 from __future__ import annotations
 
 import functools
-import os
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +21,6 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
 
 from interlock.compiler import compile_source
 from interlock.dsl import SourceFile
@@ -37,7 +34,6 @@ from interlock.stores.engine import normalise_url
 from interlock.stores.schema import metadata
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 BACKENDS = ["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 
@@ -57,42 +53,12 @@ OFFICE_TEXT = (ROOT / "examples" / "office_default.wf").read_text(encoding="utf-
 
 # ---- PostgreSQL -------------------------------------------------------------------------------
 
-class _PgServer:
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.admin = sa.create_engine(normalise_url(url), poolclass=sa.pool.NullPool)
-        self.schema = f"il_rt_{uuid.uuid4().hex[:12]}"
-
-    def schema_url(self) -> str:
-        u = normalise_url(self.url)
-        options = f"-csearch_path={self.schema} -csynchronous_commit=off"
-        return u.update_query_dict({"options": options}).render_as_string(hide_password=False)
-
-
 @pytest.fixture(scope="session")
-def runtime_pg_url() -> Iterator[str]:
-    """A migrated private schema for the session's PostgreSQL runtime tests (dropped at the end)."""
-    url = os.environ.get("INTERLOCK_TEST_PG_URL", DEFAULT_PG_URL)
-    server = _PgServer(url)
-    try:
-        with server.admin.connect() as conn:
-            conn.exec_driver_sql("SELECT 1")
-    except sa.exc.OperationalError as exc:
-        server.admin.dispose()
-        where = make_url(normalise_url(url)).render_as_string(hide_password=True)
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"PostgreSQL at {where} is unreachable and CI=true requires it: {exc.orig}")
-        pytest.skip(f"PostgreSQL at {where} is unreachable (set INTERLOCK_TEST_PG_URL): {exc.orig}")
-    with server.admin.begin() as conn:
-        conn.exec_driver_sql(f'CREATE SCHEMA "{server.schema}"')
-    try:
-        schema_url = server.schema_url()
-        upgrade(schema_url)
-        yield schema_url
-    finally:
-        with server.admin.begin() as conn:
-            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{server.schema}" CASCADE')
-        server.admin.dispose()
+def runtime_pg_url(pg_server: Any) -> str:
+    """A migrated private schema for the session's PostgreSQL runtime tests (the suite's `pg_server`)."""
+    url = str(pg_server.url_for(pg_server.new_schema()))
+    upgrade(url)
+    return url
 
 
 @pytest.fixture(scope="session")
