@@ -6,11 +6,12 @@ literal fit this type" and "what is the type of this field path".
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from interlock.dsl import ir
 
-from .symbols import THRESHOLDS, Symbols
+from .symbols import THRESHOLDS, Symbols, suggest
 
 __all__ = ["PRIMITIVES", "DOMAIN", "TARGET_NAMES", "Scope", "unknown_type", "check_value", "base", "render"]
 
@@ -63,145 +64,152 @@ class Mismatch(NamedTuple):
 
 
 def _describe(value: ir.Node) -> str:
-    if isinstance(value, ir.StrLit):
-        return "a string"
-    if isinstance(value, ir.IntLit):
-        return "an integer"
-    if isinstance(value, ir.BoolLit):
-        return "a boolean"
-    if isinstance(value, ir.NameValue):
-        return f"the name `{value.dotted}`"
-    if isinstance(value, ir.ListValue):
-        return "a list"
-    if isinstance(value, ir.MapValue):
-        return "a map"
-    if isinstance(value, ir.CallValue):
-        return f"`{value.name.dotted}(…)`"
+    match value:
+        case ir.StrLit():
+            return "a string"
+        case ir.IntLit():
+            return "an integer"
+        case ir.BoolLit():
+            return "a boolean"
+        case ir.NameValue():
+            return f"the name `{value.dotted}`"
+        case ir.ListValue():
+            return "a list"
+        case ir.MapValue():
+            return "a map"
+        case ir.CallValue():
+            return f"`{value.name.dotted}(…)`"
     return "a value"
+
+
+def _expected(value: ir.Value, what: str, help_text: str | None = None) -> list[Mismatch]:
+    return [Mismatch(value, f"expected {what}, found {_describe(value)}", help=help_text)]
 
 
 def check_value(value: ir.Value, t: ir.TypeRef, scope: Scope) -> list[Mismatch]:
     """Every way `value` fails to be a `t` (empty: it fits)."""
-    name = t.name
-    if name == "any":
-        if isinstance(value, ir.NameValue):
+    match t.name, value:
+        case "any", ir.NameValue():
             return [Mismatch(value, f"expected a literal value, found {_describe(value)}",
                              help=f'write a string: "{value.dotted}"')]
-        return []
-    if name == "list":
-        if not isinstance(value, ir.ListValue):
-            return [Mismatch(value, f"expected `{render(t)}`, found {_describe(value)}")]
-        assert t.arg is not None
-        out: list[Mismatch] = []
-        for item in value.items:
-            out.extend(check_value(item, t.arg, scope))
-        return out
-    if name == "str":
-        if isinstance(value, ir.StrLit):
+        case "any", _:
             return []
-        help_text = f'write a string: "{value.dotted}"' if isinstance(value, ir.NameValue) else None
-        return [Mismatch(value, f"expected a string, found {_describe(value)}", help=help_text)]
-    if name == "int":
-        return [] if isinstance(value, ir.IntLit) else [Mismatch(value, f"expected an integer, found {_describe(value)}")]
-    if name == "bool":
-        return [] if isinstance(value, ir.BoolLit) else [Mismatch(value, f"expected `true` or `false`, found {_describe(value)}")]
-    if name == "map":
-        return [] if isinstance(value, ir.MapValue) else [Mismatch(value, f"expected a map `{{key: value}}`, found {_describe(value)}")]
-    if name == "step":
-        step = _name_or_string(value)
-        if step is None:
-            return [Mismatch(value, f"expected a step id, found {_describe(value)}")]
-        if scope.steps is not None and step not in scope.steps:
-            from .symbols import suggest
-
-            return [Mismatch(value, f"no step `{step}` in this workflow", name="unknown-step",
-                             help=suggest(step, scope.steps))]
-        return []
-    if name == "role":
-        role = _name_or_string(value)
-        if role is None:
-            return [Mismatch(value, f"expected a role, found {_describe(value)}")]
-        if role not in scope.symbols.roles:
-            from .symbols import suggest
-
-            return [Mismatch(value, f"role `{role}` is not declared", name="unknown-role",
-                             help=suggest(role, scope.symbols.roles) or f"declare it with `role {role}`")]
-        return []
-    if name == "target":
-        return _check_target(value, scope)
-    if name == "task_ref":
-        if isinstance(value, ir.NameValue) and value.dotted == "this":
+        case "list", ir.ListValue():
+            assert t.arg is not None
+            return [m for item in value.items for m in check_value(item, t.arg, scope)]
+        case "list", _:
+            return _expected(value, f"`{render(t)}`")
+        case ("str", ir.StrLit()) | ("int", ir.IntLit()) | ("bool", ir.BoolLit()) | ("map", ir.MapValue()):
             return []
-        if isinstance(value, ir.StrLit) and value.value:
+        case "str", ir.NameValue():
+            return _expected(value, "a string", f'write a string: "{value.dotted}"')
+        case "str", _:
+            return _expected(value, "a string")
+        case "int", _:
+            return _expected(value, "an integer")
+        case "bool", _:
+            return _expected(value, "`true` or `false`")
+        case "map", _:
+            return _expected(value, "a map `{key: value}`")
+        case "step", _:
+            return _check_step(value, scope)
+        case "role", _:
+            return _check_role(value, scope)
+        case "target", _:
+            return _check_target(value, scope)
+        case "task_ref", ir.NameValue(parts=("this",)):
             return []
-        return [Mismatch(value, f"expected `this` or a task id string, found {_describe(value)}")]
-    if name == "threshold":
-        return _check_threshold(value)
-    fields = scope.symbols.record_fields(name)
-    if fields is not None:
-        if not isinstance(value, ir.MapValue):
-            return [Mismatch(value, f"expected a `{name}` record `{{field: value}}`, found {_describe(value)}")]
-        out = []
-        for entry in value.entries:
-            fdecl = fields.get(entry.key)
-            if fdecl is None:
-                from .symbols import suggest
+        case "task_ref", ir.StrLit(value=text) if text:
+            return []
+        case "task_ref", _:
+            return _expected(value, "`this` or a task id string")
+        case "threshold", _:
+            return _check_threshold(value)
+    fields = scope.symbols.record_fields(t.name)
+    if fields is None:
+        return []  # unknown types are reported where they are declared
+    return _check_record(value, t.name, fields, scope)
 
-                out.append(Mismatch(entry, f"record `{name}` has no field `{entry.key}`", name="unknown-record-field",
-                                    help=suggest(entry.key, fields)))
-            else:
-                out.extend(check_value(entry.value, fdecl.type, scope))
-        return out
-    return []  # unknown types are reported where they are declared
+
+def _check_step(value: ir.Value, scope: Scope) -> list[Mismatch]:
+    step = _name_or_string(value)
+    if step is None:
+        return _expected(value, "a step id")
+    if scope.steps is not None and step not in scope.steps:
+        return [Mismatch(value, f"no step `{step}` in this workflow", name="unknown-step",
+                         help=suggest(step, scope.steps))]
+    return []
+
+
+def _check_role(value: ir.Value, scope: Scope) -> list[Mismatch]:
+    role = _name_or_string(value)
+    if role is None:
+        return _expected(value, "a role")
+    if role not in scope.symbols.roles:
+        return [Mismatch(value, f"role `{role}` is not declared", name="unknown-role",
+                         help=suggest(role, scope.symbols.roles) or f"declare it with `role {role}`")]
+    return []
+
+
+def _check_record(value: ir.Value, name: str, fields: Mapping[str, ir.Field], scope: Scope) -> list[Mismatch]:
+    if not isinstance(value, ir.MapValue):
+        return _expected(value, f"a `{name}` record `{{field: value}}`")
+    out: list[Mismatch] = []
+    for entry in value.entries:
+        fdecl = fields.get(entry.key)
+        if fdecl is None:
+            out.append(Mismatch(entry, f"record `{name}` has no field `{entry.key}`", name="unknown-record-field",
+                                help=suggest(entry.key, fields)))
+        else:
+            out.extend(check_value(entry.value, fdecl.type, scope))
+    return out
 
 
 def _name_or_string(value: ir.Value) -> str | None:
-    if isinstance(value, ir.NameValue) and len(value.parts) == 1:
-        return value.parts[0]
-    if isinstance(value, ir.StrLit):
-        return value.value
+    match value:
+        case ir.NameValue(parts=(name,)):
+            return name
+        case ir.StrLit():
+            return value.value
     return None
 
 
+_TARGET_HELP = ('a target is `primary`, `workspace.ceo_agent`, "participant_role:<role>" or '
+                '"agent_profile_id:<id>"')
+
+
 def _check_target(value: ir.Value, scope: Scope) -> list[Mismatch]:
-    if isinstance(value, ir.NameValue):
-        if value.dotted in TARGET_NAMES:
+    match value:
+        case ir.NameValue() if value.dotted in TARGET_NAMES:
             return []
-        return [Mismatch(value, f"`{value.dotted}` is not a target",
-                         help='a target is `primary`, `workspace.ceo_agent`, "participant_role:<role>" or '
-                              '"agent_profile_id:<id>"')]
-    if isinstance(value, ir.StrLit):
-        text = value.value
-        if text in TARGET_NAMES:
+        case ir.NameValue():
+            return [Mismatch(value, f"`{value.dotted}` is not a target", help=_TARGET_HELP)]
+        case ir.StrLit(value=text) if text in TARGET_NAMES:
             return []
-        if text.startswith("participant_role:"):
+        case ir.StrLit(value=text) if text.startswith("participant_role:"):
             role = text.split(":", 1)[1]
             if role not in scope.symbols.roles:
                 return [Mismatch(value, f"role `{role}` is not declared", name="unknown-role")]
             return []
-        if text.startswith("agent_profile_id:") and text.split(":", 1)[1]:
+        case ir.StrLit(value=text) if text.startswith("agent_profile_id:") and text.split(":", 1)[1]:
             return []
-    return [Mismatch(value, f"expected a target, found {_describe(value)}",
-                     help='a target is `primary`, `workspace.ceo_agent`, "participant_role:<role>" or '
-                          '"agent_profile_id:<id>"')]
+    return _expected(value, "a target", _TARGET_HELP)
 
 
 def _check_threshold(value: ir.Value) -> list[Mismatch]:
-    from .symbols import suggest
-
-    if isinstance(value, ir.NameValue) and len(value.parts) == 1:
-        name = value.parts[0]
-        if name == "n_approve":
+    match value:
+        case ir.NameValue(parts=("n_approve",)):
             return [Mismatch(value, "`n_approve` needs a count: `n_approve(N)`")]
-        if name not in THRESHOLDS:
+        case ir.NameValue(parts=(name,)) if name not in THRESHOLDS:
             return [Mismatch(value, f"unknown threshold `{name}`", name="unknown-threshold",
                              help=suggest(name, THRESHOLDS))]
-        return []
-    if isinstance(value, ir.CallValue) and value.name.dotted == "n_approve":
-        if len(value.args) != 1 or not isinstance(value.args[0], ir.IntLit):
+        case ir.NameValue(parts=(_,)):
+            return []
+        case ir.CallValue(args=(ir.IntLit(value=count) as arg,)) if value.name.dotted == "n_approve":
+            if count < 1:
+                return [Mismatch(arg, f"`n_approve({count})` can never be met: N must be at least 1",
+                                 name="invalid-threshold-count")]
+            return []
+        case ir.CallValue() if value.name.dotted == "n_approve":
             return [Mismatch(value, "`n_approve` takes one integer: `n_approve(N)`")]
-        if value.args[0].value < 1:
-            return [Mismatch(value.args[0], f"`n_approve({value.args[0].value})` can never be met: N must be at least 1",
-                             name="invalid-threshold-count")]
-        return []
-    return [Mismatch(value, f"expected a threshold, found {_describe(value)}")]
+    return _expected(value, "a threshold")
