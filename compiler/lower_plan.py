@@ -30,17 +30,21 @@ def _ref(node: ir.Node) -> P.SourceRef:
 
 
 def _value(value: ir.Value, t: ir.TypeRef | None) -> Any:
-    if isinstance(value, (ir.StrLit, ir.IntLit, ir.BoolLit)):
-        return value.value
-    if isinstance(value, ir.NameValue):
-        return value.dotted
-    if isinstance(value, ir.CallValue):
-        count = value.args[0].value if value.args and isinstance(value.args[0], ir.IntLit) else None
-        return {"threshold": value.name.dotted, "count": count}
-    if isinstance(value, ir.ListValue):
-        inner = t.arg if t is not None and t.name == "list" else None
-        return [_value(v, inner) for v in value.items]
-    return {e.key: _value(e.value, None) for e in value.entries}
+    match value:
+        case ir.StrLit() | ir.IntLit() | ir.BoolLit():
+            return value.value
+        case ir.NameValue():
+            return value.dotted
+        case ir.CallValue(args=(ir.IntLit(value=count), *_)):
+            return {"threshold": value.name.dotted, "count": count}
+        case ir.CallValue():
+            return {"threshold": value.name.dotted, "count": None}
+        case ir.ListValue():
+            inner = t.arg if t is not None and t.name == "list" else None
+            return [_value(v, inner) for v in value.items]
+        case ir.MapValue():
+            return {e.key: _value(e.value, None) for e in value.entries}
+    raise TypeError(f"not a value node: {type(value).__name__}")
 
 
 def _params(params: tuple[ir.Param, ...]) -> tuple[P.PlanParam, ...]:
@@ -154,13 +158,17 @@ def _action(ctx: Context, order: StepOrder, step: ir.StepDecl, handler: ir.Handl
 
 
 def _expr(expr: ir.Expr, scope: ExprScope) -> P.PlanExpr:
-    if isinstance(expr, (ir.StrLit, ir.IntLit, ir.BoolLit)):
-        return construct(P.LitX, {"op": "lit", "value": expr.value})
-    if isinstance(expr, ir.PathExpr):
-        return construct(P.PathX, {"op": "path", "path": expr.parts, "type": type_of(expr, scope, []) or "any"})
-    if isinstance(expr, ir.NotExpr):
-        return construct(P.NotX, {"op": "not", "arg": _expr(expr.operand, scope)})
-    return construct(P.BinX, {"op": expr.op, "left": _expr(expr.left, scope), "right": _expr(expr.right, scope)})
+    match expr:
+        case ir.StrLit() | ir.IntLit() | ir.BoolLit():
+            return construct(P.LitX, {"op": "lit", "value": expr.value})
+        case ir.PathExpr():
+            return construct(P.PathX, {"op": "path", "path": expr.parts, "type": type_of(expr, scope, []) or "any"})
+        case ir.NotExpr():
+            return construct(P.NotX, {"op": "not", "arg": _expr(expr.operand, scope)})
+        case ir.BinaryExpr():
+            return construct(P.BinX, {"op": expr.op, "left": _expr(expr.left, scope),
+                                      "right": _expr(expr.right, scope)})
+    raise TypeError(f"not an expression node: {type(expr).__name__}")
 
 
 def _outcome(case: ir.LoadCase | None) -> P.GuardOutcome | None:
@@ -180,37 +188,46 @@ def _sequence(ctx: Context, block: ir.DispatchDecl) -> P.PlanSequence:
     operations: list[P.PlanOperation] = []
     payload: dict[str, P.PlanExpr] = {}
     for item in block.items:
-        if isinstance(item, ir.SkipItem):
-            steps.append(construct(P.SkipStep, {
-                "step": "skip", "guard": item.name.name, "level": item.level,
-                "message": item.message.value if item.message else None, "when": _expr(item.condition, scope),
-                "source": _ref(item.name)}))
-        elif isinstance(item, ir.LoadItem):
-            missing = next((c for c in item.cases if "missing" in c.outcomes), None)
-            error = next((c for c in item.cases if "error" in c.outcomes), None)
-            steps.append(construct(P.LoadStep, {
-                "step": "load", "name": item.name.name, "loader": item.loader.name,
-                "args": tuple(_expr(a, scope) for a in item.args), "on_missing": _outcome(missing),
-                "on_error": _outcome(error), "source": _ref(item.name)}))
-            scope.names[item.name.name] = item.loader.name
-        elif isinstance(item, ir.OperationItem):
-            text = item.template.value
-            parts: list[str | tuple[str, ...]] = []
-            last = 0
-            for m in PLACEHOLDER.finditer(text):
-                if m.start() > last:
-                    parts.append(text[last:m.start()])
-                parts.append(tuple(m.group(1).strip().split(".")))
-                last = m.end()
-            if last < len(text):
-                parts.append(text[last:])
-            operations.append(construct(P.PlanOperation, {
-                "template": text, "parts": tuple(parts),
-                "when": _expr(item.condition, scope) if item.condition is not None else None,
-                "source": _ref(item)}))
-        elif isinstance(item, ir.PayloadItem):
-            for a in item.assignments:
-                payload[a.name.name] = _expr(a.value, scope)
+        match item:
+            case ir.SkipItem():
+                steps.append(construct(P.SkipStep, {
+                    "step": "skip", "guard": item.name.name, "level": item.level,
+                    "message": item.message.value if item.message else None, "when": _expr(item.condition, scope),
+                    "source": _ref(item.name)}))
+            case ir.LoadItem():
+                steps.append(_load_step(item, scope))
+                scope.names[item.name.name] = item.loader.name
+            case ir.OperationItem():
+                operations.append(_operation(item, scope))
+            case ir.PayloadItem():
+                for a in item.assignments:
+                    payload[a.name.name] = _expr(a.value, scope)
     return construct(P.PlanSequence, {
         "name": block.name.name, "trigger": block.trigger.name, "event": event, "steps": tuple(steps),
         "operations": tuple(operations), "payload": payload, "source": _ref(block.name)})
+
+
+def _load_step(item: ir.LoadItem, scope: ExprScope) -> P.LoadStep:
+    missing = next((c for c in item.cases if "missing" in c.outcomes), None)
+    error = next((c for c in item.cases if "error" in c.outcomes), None)
+    return construct(P.LoadStep, {
+        "step": "load", "name": item.name.name, "loader": item.loader.name,
+        "args": tuple(_expr(a, scope) for a in item.args), "on_missing": _outcome(missing),
+        "on_error": _outcome(error), "source": _ref(item.name)})
+
+
+def _operation(item: ir.OperationItem, scope: ExprScope) -> P.PlanOperation:
+    """An operation-id template split into literal text and `{path}` placeholders."""
+    text = item.template.value
+    parts: list[str | tuple[str, ...]] = []
+    last = 0
+    for m in PLACEHOLDER.finditer(text):
+        if m.start() > last:
+            parts.append(text[last:m.start()])
+        parts.append(tuple(m.group(1).strip().split(".")))
+        last = m.end()
+    if last < len(text):
+        parts.append(text[last:])
+    return construct(P.PlanOperation, {
+        "template": text, "parts": tuple(parts),
+        "when": _expr(item.condition, scope) if item.condition is not None else None, "source": _ref(item)})
