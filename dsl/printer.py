@@ -70,69 +70,72 @@ def _ids(idents: Iterable[ir.Ident]) -> str:
 
 def format_value(value: ir.Value) -> str:
     """One value (argument, default, list item, map value) as source text."""
-    if isinstance(value, ir.StrLit):
-        return quote(value.value)
-    if isinstance(value, ir.BoolLit):
-        return "true" if value.value else "false"
-    if isinstance(value, ir.IntLit):
-        return str(value.value)
-    if isinstance(value, ir.NameValue):
-        return value.dotted
-    if isinstance(value, ir.CallValue):
-        return f"{value.name.dotted}({', '.join(format_value(a) for a in value.args)})"
-    if isinstance(value, ir.ListValue):
-        return f"[{', '.join(format_value(v) for v in value.items)}]"
-    if isinstance(value, ir.MapValue):
-        return "{" + ", ".join(f"{_key(e.key)}: {format_value(e.value)}" for e in value.entries) + "}"
+    match value:
+        case ir.StrLit() | ir.BoolLit() | ir.IntLit():
+            return _literal(value)
+        case ir.NameValue():
+            return value.dotted
+        case ir.CallValue():
+            return f"{value.name.dotted}({', '.join(format_value(a) for a in value.args)})"
+        case ir.ListValue():
+            return f"[{', '.join(format_value(v) for v in value.items)}]"
+        case ir.MapValue():
+            return "{" + ", ".join(f"{_key(e.key)}: {format_value(e.value)}" for e in value.entries) + "}"
     raise TypeError(f"not a value node: {type(value).__name__}")
+
+
+def _literal(lit: ir.StrLit | ir.BoolLit | ir.IntLit) -> str:
+    match lit:
+        case ir.StrLit():
+            return quote(lit.value)
+        case ir.BoolLit():
+            return "true" if lit.value else "false"
+    return str(lit.value)
 
 
 # ---- expressions ---------------------------------------------------------------------------
 
 
 def _prec(expr: ir.Expr) -> int:
-    if isinstance(expr, ir.BinaryExpr):
-        return _BINARY_PREC[expr.op]
-    if isinstance(expr, ir.NotExpr):
-        return _NOT
+    match expr:
+        case ir.BinaryExpr():
+            return _BINARY_PREC[expr.op]
+        case ir.NotExpr():
+            return _NOT
     return _ATOM
-
-
-def _atom(expr: ir.Expr) -> str:
-    if isinstance(expr, ir.PathExpr):
-        return expr.dotted
-    if isinstance(expr, ir.StrLit):
-        return quote(expr.value)
-    if isinstance(expr, ir.BoolLit):
-        return "true" if expr.value else "false"
-    if isinstance(expr, ir.IntLit):
-        return str(expr.value)
-    raise TypeError(f"not an expression node: {type(expr).__name__}")
 
 
 def _expr(expr: ir.Expr, min_prec: int) -> str:
     prec = _prec(expr)
-    if prec == _ATOM:
-        text = _atom(expr)
-    elif isinstance(expr, ir.NotExpr):
-        text = "not " + _expr(expr.operand, _NOT)
-    else:
-        assert isinstance(expr, ir.BinaryExpr)
-        # Walk a left-associative chain of one operator iteratively: lowering builds
-        # `a ?? b ?? … ?? z` as a left spine as long as the source line.
-        rights: list[ir.Expr] = []
-        node: ir.Expr = expr
-        while isinstance(node, ir.BinaryExpr) and node.op == expr.op and prec != _CMP:
-            rights.append(node.right)
-            node = node.left
-        if not rights:
-            rights.append(expr.right)
-            node = expr.left
-        left_min, right_min = _OPERAND_PREC[prec]
-        parts = [_expr(node, left_min)]
-        parts.extend(f"{expr.op} {_expr(r, right_min)}" for r in reversed(rights))
-        text = " ".join(parts)
+    match expr:
+        case ir.PathExpr():
+            text = expr.dotted
+        case ir.StrLit() | ir.BoolLit() | ir.IntLit():
+            text = _literal(expr)
+        case ir.NotExpr():
+            text = "not " + _expr(expr.operand, _NOT)
+        case ir.BinaryExpr():
+            text = _chain(expr, prec)
+        case _:
+            raise TypeError(f"not an expression node: {type(expr).__name__}")
     return f"({text})" if prec < min_prec else text
+
+
+def _chain(expr: ir.BinaryExpr, prec: int) -> str:
+    """A binary expression; a left-associative chain of one operator is walked iteratively
+    (lowering builds `a ?? b ?? … ?? z` as a left spine as long as the source line)."""
+    rights: list[ir.Expr] = []
+    node: ir.Expr = expr
+    while isinstance(node, ir.BinaryExpr) and node.op == expr.op and prec != _CMP:
+        rights.append(node.right)
+        node = node.left
+    if not rights:
+        rights.append(expr.right)
+        node = expr.left
+    left_min, right_min = _OPERAND_PREC[prec]
+    parts = [_expr(node, left_min)]
+    parts.extend(f"{expr.op} {_expr(r, right_min)}" for r in reversed(rights))
+    return " ".join(parts)
 
 
 def format_expr(expr: ir.Expr) -> str:
@@ -198,14 +201,12 @@ def _titled(keyword: str, name: ir.Ident, title: ir.StrLit | None) -> str:
 
 
 def _setting(s: ir.StepSetting) -> str:
-    v = s.value
-    if isinstance(v, ir.IntLit):
-        text = str(v.value)
-    elif isinstance(v, ir.StrLit):
-        text = quote(v.value)
-    else:
-        text = v.name
-    return f"{s.name} {text}"
+    match s.value:
+        case ir.IntLit() | ir.StrLit() as lit:
+            return f"{s.name} {_literal(lit)}"
+        case ir.Ident(name=name):
+            return f"{s.name} {name}"
+    raise TypeError(f"not a setting value: {type(s.value).__name__}")
 
 
 def _action(a: ir.ActionCall) -> str:
@@ -248,21 +249,22 @@ def _guard_tail(name: ir.Ident, level: str, message: ir.StrLit | None) -> str:
 
 def _dispatch_item(item: ir.DispatchItem) -> list[str]:
     pad = _INDENT
-    if isinstance(item, ir.EventItem):
-        return [f"{pad}event {item.record.name}"]
-    if isinstance(item, ir.SkipItem):
-        return [f"{pad}{_guard_tail(item.name, item.level, item.message)} when {format_expr(item.condition)}"]
-    if isinstance(item, ir.LoadItem):
-        cases = [f"{pad}{_INDENT}{', '.join(c.outcomes)} -> {_guard_tail(c.guard, c.level, c.message)}"
-                 for c in item.cases]
-        args = ", ".join(format_expr(a) for a in item.args)
-        return _block(f"load {item.name.name} = {item.loader.name}({args})", cases, 1)
-    if isinstance(item, ir.OperationItem):
-        when = "" if item.condition is None else f" when {format_expr(item.condition)}"
-        return [f"{pad}operation {quote(item.template.value)}{when}"]
-    if isinstance(item, ir.PayloadItem):
-        body = [f"{pad}{_INDENT}{a.name.name} = {format_expr(a.value)}" for a in item.assignments]
-        return _block("payload", body, 1)
+    match item:
+        case ir.EventItem():
+            return [f"{pad}event {item.record.name}"]
+        case ir.SkipItem():
+            return [f"{pad}{_guard_tail(item.name, item.level, item.message)} when {format_expr(item.condition)}"]
+        case ir.LoadItem():
+            cases = [f"{pad}{_INDENT}{', '.join(c.outcomes)} -> {_guard_tail(c.guard, c.level, c.message)}"
+                     for c in item.cases]
+            args = ", ".join(format_expr(a) for a in item.args)
+            return _block(f"load {item.name.name} = {item.loader.name}({args})", cases, 1)
+        case ir.OperationItem():
+            when = "" if item.condition is None else f" when {format_expr(item.condition)}"
+            return [f"{pad}operation {quote(item.template.value)}{when}"]
+        case ir.PayloadItem():
+            body = [f"{pad}{_INDENT}{a.name.name} = {format_expr(a.value)}" for a in item.assignments]
+            return _block("payload", body, 1)
     raise TypeError(f"not a dispatch item: {type(item).__name__}")
 
 
@@ -272,22 +274,23 @@ def _dispatch(d: ir.DispatchDecl) -> list[str]:
 
 
 def _decl(d: ir.Decl) -> list[str]:
-    if isinstance(d, ir.UseDecl):
-        return [f"use {d.name.name}"]
-    if isinstance(d, ir.TriggerDecl):
-        return _trigger(d)
-    if isinstance(d, ir.RoleDecl):
-        return [f"role {_ids(d.names)}"]
-    if isinstance(d, ir.ActionKindDecl):
-        return _action_kind(d)
-    if isinstance(d, ir.RecordDecl):
-        return _record(d)
-    if isinstance(d, ir.EntryDecl):
-        return _entry(d)
-    if isinstance(d, ir.WorkflowDecl):
-        return _workflow(d)
-    if isinstance(d, ir.DispatchDecl):
-        return _dispatch(d)
+    match d:
+        case ir.UseDecl():
+            return [f"use {d.name.name}"]
+        case ir.TriggerDecl():
+            return _trigger(d)
+        case ir.RoleDecl():
+            return [f"role {_ids(d.names)}"]
+        case ir.ActionKindDecl():
+            return _action_kind(d)
+        case ir.RecordDecl():
+            return _record(d)
+        case ir.EntryDecl():
+            return _entry(d)
+        case ir.WorkflowDecl():
+            return _workflow(d)
+        case ir.DispatchDecl():
+            return _dispatch(d)
     raise TypeError(f"not a declaration: {type(d).__name__}")
 
 
