@@ -62,19 +62,26 @@ class ExprScope:
 
 def type_of(expr: ir.Expr, scope: ExprScope, out: list[Diagnostic]) -> str | None:
     """The type of `expr` ('str', 'int', 'bool', 'list[str]', a record name), None after an error."""
-    if isinstance(expr, ir.StrLit):
-        return "str"
-    if isinstance(expr, ir.IntLit):
-        return "int"
-    if isinstance(expr, ir.BoolLit):
-        return "bool"
-    if isinstance(expr, ir.PathExpr):
-        return scope.path_type(expr.parts, expr, out)
-    if isinstance(expr, ir.NotExpr):
-        t = type_of(expr.operand, scope, out)
-        if t is not None and t != "bool":
-            out.append(make("expression-type-error", expr.operand.span, f"`not` needs a bool, found `{t}`"))
-        return "bool"
+    match expr:
+        case ir.StrLit():
+            return "str"
+        case ir.IntLit():
+            return "int"
+        case ir.BoolLit():
+            return "bool"
+        case ir.PathExpr():
+            return scope.path_type(expr.parts, expr, out)
+        case ir.NotExpr():
+            t = type_of(expr.operand, scope, out)
+            if t is not None and t != "bool":
+                out.append(make("expression-type-error", expr.operand.span, f"`not` needs a bool, found `{t}`"))
+            return "bool"
+        case ir.BinaryExpr():
+            return _binary_type(expr, scope, out)
+    raise TypeError(f"not an expression node: {type(expr).__name__}")
+
+
+def _binary_type(expr: ir.BinaryExpr, scope: ExprScope, out: list[Diagnostic]) -> str | None:
     left = type_of(expr.left, scope, out)
     right = type_of(expr.right, scope, out)
     if expr.op in ("or", "and"):

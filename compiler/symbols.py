@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from interlock.dsl import Diagnostic, ir
 from interlock.dsl.diagnostics import label, make
@@ -120,39 +120,40 @@ def _dup(kind: str, ident: ir.Ident, first: ir.Ident) -> Diagnostic:
                 labels=(label(first.span, "first declared here"),))
 
 
+_Named = TypeVar("_Named", ir.TriggerDecl, ir.ActionKindDecl, ir.RecordDecl, ir.WorkflowDecl)
+
+
+def _declare(table: dict[str, _Named], what: str, decl: _Named, diagnostics: list[Diagnostic]) -> None:
+    """Enter `decl` under its name, or report it as a second declaration of that name."""
+    name = decl.name.name
+    if name in table:
+        diagnostics.append(_dup(what, decl.name, table[name].name))
+    else:
+        table[name] = decl
+
+
 def collect_symbols(program: Program) -> tuple[Symbols, list[Diagnostic]]:
     symbols = Symbols()
     diagnostics: list[Diagnostic] = []
     for module in program.modules:
         for decl in module.decls:
-            if isinstance(decl, ir.TriggerDecl):
-                if decl.name.name in symbols.triggers:
-                    diagnostics.append(_dup("trigger", decl.name, symbols.triggers[decl.name.name].name))
-                else:
-                    symbols.triggers[decl.name.name] = decl
-            elif isinstance(decl, ir.ActionKindDecl):
-                if decl.name.name in symbols.kinds:
-                    diagnostics.append(_dup("action kind", decl.name, symbols.kinds[decl.name.name].name))
-                else:
-                    symbols.kinds[decl.name.name] = decl
-            elif isinstance(decl, ir.RecordDecl):
-                if decl.name.name in symbols.records:
-                    diagnostics.append(_dup("record", decl.name, symbols.records[decl.name.name].name))
-                else:
-                    symbols.records[decl.name.name] = decl
-            elif isinstance(decl, ir.RoleDecl):
-                for ident in decl.names:
-                    if ident.name in symbols.roles:
-                        diagnostics.append(_dup("role", ident, symbols.roles[ident.name]))
-                    else:
-                        symbols.roles[ident.name] = ident
-            elif isinstance(decl, ir.EntryDecl):
-                symbols.entry_clauses.extend(decl.clauses)
-            elif isinstance(decl, ir.WorkflowDecl):
-                if decl.name.name in symbols.workflows:
-                    diagnostics.append(_dup("workflow", decl.name, symbols.workflows[decl.name.name].name))
-                else:
-                    symbols.workflows[decl.name.name] = decl
-            elif isinstance(decl, ir.DispatchDecl):
-                symbols.dispatches.append(decl)
+            match decl:
+                case ir.TriggerDecl():
+                    _declare(symbols.triggers, "trigger", decl, diagnostics)
+                case ir.ActionKindDecl():
+                    _declare(symbols.kinds, "action kind", decl, diagnostics)
+                case ir.RecordDecl():
+                    _declare(symbols.records, "record", decl, diagnostics)
+                case ir.WorkflowDecl():
+                    _declare(symbols.workflows, "workflow", decl, diagnostics)
+                case ir.RoleDecl():
+                    for ident in decl.names:
+                        if ident.name in symbols.roles:
+                            diagnostics.append(_dup("role", ident, symbols.roles[ident.name]))
+                        else:
+                            symbols.roles[ident.name] = ident
+                case ir.EntryDecl():
+                    symbols.entry_clauses.extend(decl.clauses)
+                case ir.DispatchDecl():
+                    symbols.dispatches.append(decl)
     return symbols, diagnostics

@@ -96,41 +96,42 @@ def analyse(ctx: Context) -> list[Diagnostic]:
 
 
 def _always(expr: ir.Expr) -> bool:
-    if isinstance(expr, ir.BoolLit):
-        return expr.value
-    if isinstance(expr, ir.NotExpr):
-        return _never(expr.operand)
-    if isinstance(expr, ir.BinaryExpr):
-        if expr.op == "or":
+    match expr:
+        case ir.BoolLit():
+            return expr.value
+        case ir.NotExpr():
+            return _never(expr.operand)
+        case ir.BinaryExpr(op="or"):
             return _always(expr.left) or _always(expr.right)
-        if expr.op == "and":
+        case ir.BinaryExpr(op="and"):
             return _always(expr.left) and _always(expr.right)
     return False
 
 
 def _never(expr: ir.Expr) -> bool:
-    if isinstance(expr, ir.BoolLit):
-        return not expr.value
-    if isinstance(expr, ir.NotExpr):
-        return _always(expr.operand)
-    if isinstance(expr, ir.BinaryExpr):
-        if expr.op == "or":
+    match expr:
+        case ir.BoolLit():
+            return not expr.value
+        case ir.NotExpr():
+            return _always(expr.operand)
+        case ir.BinaryExpr(op="or"):
             return _never(expr.left) and _never(expr.right)
-        if expr.op == "and":
+        case ir.BinaryExpr(op="and"):
             return _never(expr.left) or _never(expr.right)
     return False
 
 
-
 def _strip(node: ir.Node) -> object:
-    if isinstance(node, ir.PathExpr):
-        return ("path", node.parts)
-    if isinstance(node, (ir.StrLit, ir.IntLit, ir.BoolLit)):
-        return (node.kind, node.value)
-    if isinstance(node, ir.NotExpr):
-        return ("not", _strip(node.operand))
-    if isinstance(node, ir.BinaryExpr):
-        return (node.op, _strip(node.left), _strip(node.right))
+    """An expression without its spans, for comparing conditions."""
+    match node:
+        case ir.PathExpr():
+            return ("path", node.parts)
+        case ir.StrLit() | ir.IntLit() | ir.BoolLit():
+            return (node.kind, node.value)
+        case ir.NotExpr():
+            return ("not", _strip(node.operand))
+        case ir.BinaryExpr():
+            return (node.op, _strip(node.left), _strip(node.right))
     return type(node).__name__
 
 
