@@ -1,6 +1,6 @@
 """A longer crash-injection campaign than the test suite's: N SIGKILL trials per backend, a summary out.
 
-Each trial is the one of `tests/runtime/test_crash_injection.py` (see `tests/runtime/_crash_worker.py`):
+Each trial is the one of `tests/runtime/test_crash_injection.py` (see `tests/support/crash_worker.py`):
 a worker running the Office script is killed with SIGKILL (after a seeded random delay, or at a seeded
 point of its store traffic), a fresh runtime calls `recover()`, the invariants are checked, the
 in-flight call is redelivered, the rest of the script made, and the final state compared with a run
@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "runtime"))
+sys.path.insert(0, str(ROOT / "tests"))
 
-import _crash_worker as crash  # noqa: E402
+from support import crash_worker as crash  # noqa: E402
 
 DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 

@@ -5,7 +5,7 @@
 PostgreSQL bootstrap for fixtures (`INTERLOCK_TEST_PG_URL`, default the local `test` database): it
 makes private schemas, dropped at the end; an unreachable server skips the tests that need it,
 except under `CI=true`, where they fail.  (Spawned worker processes, which cannot use fixtures,
-import `tests/runtime/_conc_pg.py` by name.)
+import `support.conc_pg`, tests/support.)
 """
 
 from __future__ import annotations

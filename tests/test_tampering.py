@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import copy
 import functools
-import importlib
 import json
 import re
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -35,6 +33,7 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.script import ScriptDirectory
+from support import conc_pg as pg
 
 from interlock.cli import main
 from interlock.compiler import compile_path
@@ -53,14 +52,8 @@ OFFICE = ROOT / "examples" / "office_default.wf"
 WF = "office_default"
 
 
-def _helper(name: str) -> Any:
-    here = str(ROOT / "tests" / "runtime")
-    if here not in sys.path:
-        sys.path.insert(0, here)
-    return importlib.import_module(name)
 
 
-pg = _helper("_conc_pg")
 
 
 # ---- plans ----------------------------------------------------------------------------------------------------

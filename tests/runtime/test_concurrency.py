@@ -3,7 +3,7 @@
 "Several OS processes deliver the same arrivals, entries and operations at once: every
 effect happens exactly once, no step change is lost, no ledger row is duplicated."
 
-The race (`_conc_work.py`) runs once per backend — 4 spawned processes on PostgreSQL, 8
+The race (`support/conc_work.py`) runs once per backend — 4 spawned processes on PostgreSQL, 8
 threads on one SQLite file (half share a store, half open their own), 8 threads on one
 `MemoryStore` — and the tests below check its outcome from the durable state and the
 records each racer saw.
@@ -11,11 +11,9 @@ records each racer saw.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import multiprocessing
 import shutil
-import sys
 import threading
 import time
 from collections import Counter
@@ -26,6 +24,8 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from support import conc_pg as pg
+from support import conc_work as work
 
 from interlock.runtime.api import Runtime
 from interlock.runtime.errors import RuntimeFault
@@ -40,14 +40,8 @@ DEADLINE_S = 120.0  # a hang fails the test instead of blocking CI
 ENTRY_KINDS = ("clear_decisions", "ensure_seats", "queue_run_for_each_participant")
 
 
-def _helper(name: str) -> Any:
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))  # spawned children inherit sys.path and import the helper by name
-    return importlib.import_module(name)
 
 
-work = _helper("_conc_work")
-pg = _helper("_conc_pg")
 
 
 # ---- running the race -------------------------------------------------------------------------------

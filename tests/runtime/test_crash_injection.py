@@ -4,7 +4,7 @@ Issue: "A test harness that runs arrivals in a subprocess and kills it with SIGK
 (≥ 100 trials, SQLite and PostgreSQL); after restart and `recover`: every ledger row that names a
 destination has exactly one entry record, every effect happened exactly once, no step change was lost."
 
-The harness is `_crash_worker.py` (its docstring describes a trial).  Each trial forks a worker that
+The harness is `support/crash_worker.py` (its docstring describes a trial).  Each trial forks a worker that
 runs the Office script on two fresh tasks and is killed — after a seeded random delay, or at a seeded
 point of its store traffic (before or after a store call, before or after a commit) — sometimes a
 killed `recover()` follows.  Then a fresh runtime over the reopened store calls `recover()`, and:
@@ -28,9 +28,7 @@ A failure names the seed: `Campaign.trial(seed)` replays it (exactly, for point 
 
 from __future__ import annotations
 
-import importlib
 import os
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -38,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import conc_pg as pg
+from support import crash_worker as crash
 
 from interlock.runtime.plan import load_plan
 from interlock.runtime.store import QueuedRun, TaskState
@@ -46,14 +46,8 @@ from interlock.stores import open_store, upgrade
 HERE = Path(__file__).parent
 
 
-def _helper(name: str) -> Any:
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))
-    return importlib.import_module(name)
 
 
-crash = _helper("_crash_worker")
-pg = _helper("_conc_pg")
 
 TRIALS = int(os.environ.get("INTERLOCK_CRASH_TRIALS", "100"))
 
@@ -61,7 +55,7 @@ TRIALS = int(os.environ.get("INTERLOCK_CRASH_TRIALS", "100"))
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not hasattr(os, "fork"), reason="the crash harness forks its workers (POSIX)")]
 
-# Kinds of kill point, by the label of the point (see `_crash_worker.PointStore`).
+# Kinds of kill point, by the label of the point (see `support.crash_worker.PointStore`).
 PHASES = {
     "before a commit": ("before unit commit", "before move_task", "before create_task", "before record_decision",
                         "before mark_operation"),

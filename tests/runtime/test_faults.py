@@ -9,11 +9,9 @@ the review step has two template reviewer seats, so a completed review entry que
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import shutil
 import sqlite3
-import sys
 import threading
 import time
 import uuid
@@ -22,6 +20,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from support import conc_flaky as flaky_mod
+from support import conc_pg as pg
+from support import conc_work as work
 
 from interlock.runtime import builtins
 from interlock.runtime.api import Runtime
@@ -46,15 +47,8 @@ from interlock.stores.schema import metadata
 HERE = Path(__file__).parent
 
 
-def _helper(name: str) -> Any:
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))
-    return importlib.import_module(name)
 
 
-work = _helper("_conc_work")
-pg = _helper("_conc_pg")
-flaky_mod = _helper("_conc_flaky")
 
 WF = "office_default"
 ENTRY_KINDS = ("clear_decisions", "ensure_seats", "queue_run_for_each_participant")

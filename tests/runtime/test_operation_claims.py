@@ -10,7 +10,6 @@ keeps for itself.
 
 from __future__ import annotations
 
-import importlib
 import multiprocessing
 import os
 import socket
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import conc_pg, op_race
 
 from interlock.runtime import TaskState
 from interlock.runtime.store import Participant
@@ -45,10 +45,6 @@ workflow c "C" {
 COMMENT = {"comment_id": "c1", "author_id": "u1", "body": "hello"}
 
 
-def _helper(name: str) -> Any:
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))  # spawned children inherit sys.path and import the helper by name
-    return importlib.import_module(name)
 
 
 def start(h: Any) -> Any:
@@ -235,7 +231,7 @@ def test_a_host_operation_id_never_shares_a_run_key_with_an_entry(harness: Any) 
 # ---- many processes, many ids ----------------------------------------------------------------------------
 
 def _race(url: str, tmp: Path, workers: int, ids: list[str]) -> tuple[Counter[str], list[dict[str, int]]]:
-    race = _helper("_op_race")
+    race = op_race
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(workers)
     out = ctx.Queue()
@@ -263,7 +259,7 @@ def _race(url: str, tmp: Path, workers: int, ids: list[str]) -> tuple[Counter[st
 
 
 def _check_race(url: str, tmp: Path) -> None:
-    race = _helper("_op_race")
+    race = op_race
     store = open_store(url, create=False)
     try:
         race.prepare(store)
@@ -285,7 +281,7 @@ def test_processes_racing_over_many_operation_ids_on_one_sqlite_file_call_each_e
 
 @pytest.mark.postgres
 def test_processes_racing_over_many_operation_ids_on_postgresql_call_each_executor_once(tmp_path: Path) -> None:
-    pg = _helper("_conc_pg")
+    pg = conc_pg
     with pg.private_schema() as schema:
         _check_race(pg.url_for(schema), tmp_path)
 

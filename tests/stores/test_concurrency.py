@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import multiprocessing
 import queue
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import store_race
 
 from interlock.runtime.store import Store
 from interlock.stores import MemoryStore, SqlStore, open_store
@@ -21,15 +20,11 @@ KEYS = 12
 ROUNDS = 15
 
 
-def _race_module() -> Any:
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))  # spawned children inherit sys.path and import `_race` by name
-    return importlib.import_module("_race")
 
 
 def check(store: Store, results: list[dict[str, Any]], workers: int) -> None:
     """Each delivery won by exactly one racer; one chain of ledger rows with no duplicate."""
-    race = _race_module()
+    race = store_race
     assert all("error" not in r for r in results), results
     for what in ("marker", "run", "op", "seat"):
         winners = sorted(k for r in results for k in r[what])
@@ -52,7 +47,7 @@ def check(store: Store, results: list[dict[str, Any]], workers: int) -> None:
 
 
 def run_threads(store: Store, workers: int) -> list[dict[str, Any]]:
-    race = _race_module()
+    race = store_race
     entry_id = race.prepare(store)
     barrier = threading.Barrier(workers)
     results: list[dict[str, Any]] = []
@@ -112,7 +107,7 @@ def test_a_unit_holds_off_other_threads_until_it_ends(sqlite_url: str) -> None:
 @pytest.mark.postgres
 def test_processes_on_postgresql(pg_server: Any) -> None:
     workers = 4
-    race = _race_module()
+    race = store_race
     url = pg_server.url_for(pg_server.new_schema())
     store = open_store(url)
     try:

@@ -19,9 +19,9 @@ script.  One trial:
    a decision the host-side `reevaluate` of the stored decision), performs the rest of the script
    and compares the final state with a run that was never killed (`normalise`).
 
-Workers are forked from a *zygote* (`python _crash_worker.py serve PLAN.json`) that has imported
+Workers are forked from a *zygote* (`python tests/support/crash_worker.py serve PLAN.json`) that has imported
 everything and loaded the plan once, so a trial costs a fork instead of an interpreter start-up.
-`python _crash_worker.py run SPEC.json PLAN.json` runs one worker directly (for reproducing a seed).
+`python tests/support/crash_worker.py run SPEC.json PLAN.json` runs one worker directly (for reproducing a seed).
 
 Variants: `tx` registers only the built-in (transactional) executors, so every arrival commits with
 its whole entry in one transaction (ADR 0010: no per-position markers) and every effect must happen
@@ -1001,7 +1001,7 @@ def main(argv: list[str]) -> int:
     if len(argv) == 4 and argv[1] == "run":
         spec = json.loads(Path(argv[2]).read_text())
         return worker(spec, _load_plan(argv[3]))
-    sys.stderr.write("usage: _crash_worker.py serve PLAN.json | run SPEC.json PLAN.json\n")
+    sys.stderr.write("usage: crash_worker.py serve PLAN.json | run SPEC.json PLAN.json\n")
     return 2
 
 
