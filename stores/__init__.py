@@ -4,7 +4,8 @@
   `postgresql://…` (psycopg 3); the schema is upgraded to head, or only checked with
   `create=False`.
 - `MemoryStore` — the same protocol in process memory, not durable.
-- `SqlStore` — the protocol on SQLAlchemy Core, durable.
+- `SqlStore` — the protocol on SQLite or PostgreSQL, durable: SQLAlchemy for engines, pools, the schema and
+  migrations; the hot statements run on the driver (DBAPI) directly, compiled once per dialect.
 - `LedgerWriter` — writes ledger rows inside a host's own transaction.
 - `upgrade(url)` — run the migrations (what `interlock db upgrade --url URL` does).
 
