@@ -84,7 +84,7 @@ def lower_plan(ctx: Context) -> P.Plan:
         steps: list[P.PlanStep] = []
         start = ""
         for index, step in enumerate(wf.steps):
-            flags = {f.name for f in step.flags}
+            flags = {f.name for f in step.flags if f.value}
             settings = {s.name: s.value for s in step.settings}
             if "start" in flags and not start:
                 start = step.name.name
@@ -105,6 +105,7 @@ def lower_plan(ctx: Context) -> P.Plan:
                 "prompt": prompt.value if isinstance(prompt, ir.StrLit) else None,
                 "wip_limit": wip.value if isinstance(wip, ir.IntLit) else 0,
                 "pull_from": pull.name if isinstance(pull, ir.Ident) else None,
+                **_step_metadata(flags, settings),
                 "handlers": handlers,
                 "entry_dispatch": tuple(a for a in entry_actions if a.kind in dispatched),
                 "entry_inline": tuple(a.kind for a in entry_actions if a.kind in inline),
@@ -112,6 +113,7 @@ def lower_plan(ctx: Context) -> P.Plan:
         steps.sort(key=lambda s: order.index[s.id])
         workflows.append(construct(P.PlanWorkflow, {
             "id": wf.name.name, "title": wf.title.value if wf.title else wf.name.name, "hidden": wf.hidden,
+            **_workflow_metadata(wf),
             "start_step": start, "steps": tuple(steps), "source": _ref(wf.name)}))
 
     sequences = tuple(_sequence(ctx, block) for block in sym.dispatches)
@@ -127,6 +129,37 @@ def lower_plan(ctx: Context) -> P.Plan:
 def seal(plan: P.Plan) -> P.Plan:
     """The plan with its digest filled in, so that it equals its own `load_plan(dump_plan(plan))`."""
     return plan.model_copy(update={"digest": P.plan_digest(plan.model_dump(mode="json"))})
+
+
+def _text(value: object) -> str | None:
+    return value.value if isinstance(value, ir.StrLit) else None
+
+
+def agent_profile(value: object) -> P.AgentProfile | None:
+    """The plan form of an `agent_profile` setting: a string is a profile id, a map the portable triple."""
+    match value:
+        case ir.StrLit(value=text):
+            return construct(P.AgentProfile, {"id": text})
+        case ir.MapValue(entries=entries):
+            fields = {e.key: e.value.value for e in entries if isinstance(e.value, ir.StrLit)}
+            return construct(P.AgentProfile, fields)
+    return None
+
+
+def _step_metadata(flags: set[str], settings: dict[str, Any]) -> dict[str, Any]:
+    hours = settings.get("auto_archive_after_hours")
+    return {"description": _text(settings.get("description")), "color": _text(settings.get("color")),
+            "show_in_command_panel": "show_in_command_panel" in flags,
+            "auto_archive_after_hours": hours.value if isinstance(hours, ir.IntLit) else 0,
+            "auto_advance_requires_signal": "auto_advance_requires_signal" in flags,
+            "cancel_triggers_turn_complete": "cancel_triggers_turn_complete" in flags,
+            "agent_profile": agent_profile(settings.get("agent_profile"))}
+
+
+def _workflow_metadata(wf: ir.WorkflowDecl) -> dict[str, Any]:
+    settings = {s.name: s.value for s in wf.settings}
+    return {"description": _text(settings.get("description")), "prompt": _text(settings.get("prompt")),
+            "agent_profile": agent_profile(settings.get("agent_profile"))}
 
 
 def _action(ctx: Context, order: StepOrder, step: ir.StepDecl, handler: ir.Handler, pos: int,

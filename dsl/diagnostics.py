@@ -138,7 +138,7 @@ _TABLE: tuple[CodeInfo, ...] = (
     CodeInfo("IL319", "duplicate-guard-name", _E, "two guards of one dispatch block share a name"),
     CodeInfo("IL320", "silent-guard-with-message", _E, "a `silent` guard carries a message that is never recorded"),
     CodeInfo("IL321", "duplicate-load", _E, "a name loaded twice in one dispatch block"),
-    CodeInfo("IL323", "invalid-step-setting", _E, "a step setting out of range (negative position or limit)"),
+    CodeInfo("IL323", "invalid-step-setting", _E, "a step or workflow setting out of range (a negative number) or of the wrong shape (an `agent_profile`)"),
     CodeInfo("IL324", "empty-workflow", _E, "a workflow with no steps"),
     CodeInfo("IL325", "reserved-field-name", _E, "a record field name starting with `_` (reserved for the runtime)"),
     # -- warnings ---------------------------------------------------------------

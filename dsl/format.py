@@ -425,7 +425,7 @@ class _Builder:
         self.seen += 1
         cursor = self.cursor
         start = t.start_pos or 0
-        line = t.line or 0
+        line = t.end_line or t.line or 0  # a block string ends lines after it starts
         lead = cursor.before(start) if start > cursor.next_start else None
         self.mark = cursor.index
         trail = cursor.after(t.end_pos or start, line) if line == cursor.next_line else None
@@ -434,7 +434,7 @@ class _Builder:
         text = str(t)
         if not lead and trail is None:
             return text
-        parts: list[Doc] = self.leading(lead, line) if lead else []
+        parts: list[Doc] = self.leading(lead, t.line or 0) if lead else []
         parts.append(text)
         if trail is not None:
             parts.append(Suffix(trail.text))

@@ -14,7 +14,7 @@ from .source import Span
 
 __all__ = [
     "Node", "Ident", "TypeRef", "Param", "UseDecl", "TriggerDecl", "RoleDecl", "ActionKindDecl",
-    "Field", "RecordDecl", "EntryClause", "EntryDecl", "StepFlag", "StepSetting", "Threshold",
+    "Field", "RecordDecl", "EntryClause", "EntryDecl", "StepFlag", "StepSetting", "WorkflowSetting", "Threshold",
     "QuorumGuard", "Arg", "ActionCall", "Handler", "StepDecl", "WorkflowDecl", "StrLit", "IntLit",
     "BoolLit", "NameValue", "CallValue", "ListValue", "MapEntry", "MapValue", "Value", "PathExpr",
     "NotExpr", "BinaryExpr", "Expr", "EventItem", "SkipItem", "LoadCase", "LoadItem", "OperationItem",
@@ -232,19 +232,36 @@ class EntryDecl(Node):
 # ---- workflows ---------------------------------------------------------------------------
 
 
+FlagName = Literal["start", "manual_move", "terminal", "show_in_command_panel", "auto_advance_requires_signal",
+                   "cancel_triggers_turn_complete"]
+
+
 class StepFlag(Node):
-    """A step attribute without a value: `start`, `manual_move`, `terminal`."""
+    """A step flag: `start`, `manual_move`, `terminal`, …, optionally followed by `true` or `false` (ADR 0033)."""
 
     kind: Literal["step_flag"] = "step_flag"
-    name: Literal["start", "manual_move", "terminal"]
+    name: FlagName
+    value: bool = True
+    explicit: bool = False  # written with `true` or `false`
 
 
 class StepSetting(Node):
     """A step attribute with a value: `position N`, `stage NAME`, `prompt "…"`, `wip_limit N`, `pull_from STEP`."""
 
     kind: Literal["step_setting"] = "step_setting"
-    name: Literal["position", "wip_limit", "stage", "pull_from", "prompt"]
-    value: IntLit | StrLit | Ident
+    name: Literal["position", "wip_limit", "stage", "pull_from", "prompt", "auto_archive_after_hours", "description",
+                  "color", "agent_profile"]
+    value: IntLit | StrLit | Ident | MapValue
+    block: bool = False  # a prompt or description written as a block string
+
+
+class WorkflowSetting(Node):
+    """Workflow metadata (ADR 0033): `description "…"`, `prompt "…"`, `agent_profile {…}` or `agent_profile "ID"`."""
+
+    kind: Literal["workflow_setting"] = "workflow_setting"
+    name: Literal["description", "prompt", "agent_profile"]
+    value: StrLit | MapValue
+    block: bool = False
 
 
 class Threshold(Node):
@@ -300,6 +317,10 @@ class StepDecl(Node):
     settings: tuple[StepSetting, ...] = ()
     handlers: tuple[Handler, ...] = ()
 
+    def has(self, flag: str) -> bool:
+        """Whether the step carries `flag` set (written bare or `true`)."""
+        return any(f.name == flag and f.value for f in self.flags)
+
 
 class WorkflowDecl(Node):
     """`workflow ID "Title" { steps }`."""
@@ -308,6 +329,7 @@ class WorkflowDecl(Node):
     name: Ident
     title: StrLit | None = None
     hidden: bool = False
+    settings: tuple[WorkflowSetting, ...] = ()
     steps: tuple[StepDecl, ...] = ()
 
 

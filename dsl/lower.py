@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from lark import Token
 
-from . import ir
+from . import blockstr, ir
 from .construct import construct
 from .diagnostics import Diagnostic, make
 from .source import SourceFile, Span
@@ -254,12 +254,34 @@ class Lowering:
     def workflow_decl(self, c: list[Any]) -> ir.WorkflowDecl:
         name, title, *items = c
         steps = [i for i in items if isinstance(i, ir.StepDecl)]
+        settings = [i for i in items if isinstance(i, ir.WorkflowSetting)]
         self._count(steps, self.limits.max_steps, "steps", f"workflow `{name}`")
         self._count(items, self.limits.max_items, "items", f"workflow `{name}`")
         return construct(ir.WorkflowDecl, {
             "span": self.cover(name, name if title is None else title), "kind": "workflow", "name": self.ident(name),
             "title": None if title is None else self.strlit(title),
-            "hidden": len(steps) != len(items), "steps": tuple(steps)})
+            "hidden": len(steps) + len(settings) != len(items), "settings": tuple(settings), "steps": tuple(steps)})
+
+    def workflow_setting(self, c: list[Any]) -> ir.WorkflowSetting:
+        key, tok = c
+        value = self.text(tok) if isinstance(tok, Token) else tok
+        return construct(ir.WorkflowSetting, {"span": self.cover(key, tok), "kind": "workflow_setting",
+                                              "name": str(key), "value": value,
+                                              "block": isinstance(tok, Token) and tok.type == "BLOCK_STRING"})
+
+    def text(self, tok: Token) -> ir.StrLit:
+        """A quoted string or a block string (ADR 0033) as a string literal."""
+        if tok.type != "BLOCK_STRING":
+            return self.strlit(tok)
+        text, bad = blockstr.decode(str(tok))
+        if bad is not None:
+            start = (tok.start_pos or 0) + bad
+            self.diagnostics.append(make(
+                "invalid-escape", self.source.span(start, start + 1),
+                "a block-string line is not indented like its closing `\"\"\"`",
+                help='indent every line of the text at least as far as the closing `"""`, which must be on a line '
+                     'of its own'))
+        return construct(ir.StrLit, {"span": self.tspan(tok), "kind": "str", "value": text})
 
     def step_decl(self, c: list[Any]) -> ir.StepDecl:
         name, title, *items = c
@@ -281,20 +303,25 @@ class Lowering:
             "flags": tuple(flags), "settings": tuple(settings), "handlers": tuple(handlers)})
 
     def step_flag(self, c: list[Any]) -> ir.StepFlag:
-        tok = c[0]
-        return construct(ir.StepFlag, {"span": self.tspan(tok), "kind": "step_flag", "name": str(tok)})
+        tok, given = c
+        return construct(ir.StepFlag, {"span": self.cover(tok, tok if given is None else given), "kind": "step_flag",
+                                       "name": str(tok), "value": given is None or given.type == "TRUE",
+                                       "explicit": given is not None})
 
     def step_setting(self, c: list[Any]) -> ir.StepSetting:
         key, tok = c
-        value: ir.IntLit | ir.StrLit | ir.Ident
-        if tok.type == "INT":
+        value: ir.IntLit | ir.StrLit | ir.Ident | ir.MapValue
+        if not isinstance(tok, Token):
+            value = tok
+        elif tok.type == "INT":
             value = self.intlit(tok)
-        elif tok.type == "STRING":
-            value = self.strlit(tok)
+        elif tok.type in ("STRING", "BLOCK_STRING"):
+            value = self.text(tok)
         else:
             value = self.ident(tok)
         return construct(ir.StepSetting, {"span": self.cover(key, tok), "kind": "step_setting", "name": str(key),
-                                          "value": value})
+                                          "value": value,
+                                          "block": isinstance(tok, Token) and tok.type == "BLOCK_STRING"})
 
     def handler(self, c: list[Any]) -> ir.Handler:
         trigger = self.ident(c[0])

@@ -13,7 +13,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from . import ir
+from . import blockstr, ir
 
 __all__ = ["format_module", "format_value", "format_expr", "quote"]
 
@@ -24,7 +24,9 @@ _SIMPLE_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\
 _KEYWORDS = frozenset({
     "use", "trigger", "role", "session", "task", "transition", "on", "record", "entry", "exclude",
     "dispatch", "workflow", "hidden", "step", "start", "manual_move", "terminal", "position",
-    "wip_limit", "stage", "pull_from", "prompt", "when", "quorum", "requires_approval", "true", "false",
+    "wip_limit", "stage", "pull_from", "prompt", "description", "color", "agent_profile",
+    "auto_archive_after_hours", "show_in_command_panel", "auto_advance_requires_signal",
+    "cancel_triggers_turn_complete", "when", "quorum", "requires_approval", "true", "false",
     "event", "skip", "load", "missing", "error", "operation", "payload", "silent", "debug", "info",
     "warning", "or", "and", "not",
 })
@@ -200,13 +202,21 @@ def _titled(keyword: str, name: ir.Ident, title: ir.StrLit | None) -> str:
     return f"{keyword} {name.name}" + ("" if title is None else f" {quote(title.value)}")
 
 
-def _setting(s: ir.StepSetting) -> str:
+def _setting(s: ir.StepSetting | ir.WorkflowSetting, pad: str) -> str:
     match s.value:
+        case ir.StrLit(value=text) if s.block and blockstr.can_encode(text):
+            return f"{s.name} {blockstr.encode(text, pad + _INDENT)}"
         case ir.IntLit() | ir.StrLit() as lit:
             return f"{s.name} {_literal(lit)}"
         case ir.Ident(name=name):
             return f"{s.name} {name}"
+        case ir.MapValue() as value:
+            return f"{s.name} {format_value(value)}"
     raise TypeError(f"not a setting value: {type(s.value).__name__}")
+
+
+def _flag(f: ir.StepFlag) -> str:
+    return f.name + ((" true" if f.value else " false") if f.explicit else "")
 
 
 def _action(a: ir.ActionCall) -> str:
@@ -226,8 +236,8 @@ def _action(a: ir.ActionCall) -> str:
 
 def _step(s: ir.StepDecl, depth: int) -> list[str]:
     pad = _INDENT * (depth + 1)
-    body = [f"{pad}{f.name}" for f in s.flags]
-    body += [f"{pad}{_setting(x)}" for x in s.settings]
+    body = [f"{pad}{_flag(f)}" for f in s.flags]
+    body += [f"{pad}{_setting(x, pad)}" for x in s.settings]
     for h in s.handlers:
         actions = [f"{pad}{_INDENT}{_action(a)}" for a in h.actions]
         body += _block(f"on {h.trigger.name}", actions, depth + 1)
@@ -236,6 +246,7 @@ def _step(s: ir.StepDecl, depth: int) -> list[str]:
 
 def _workflow(d: ir.WorkflowDecl) -> list[str]:
     body = [f"{_INDENT}hidden"] if d.hidden else []
+    body += [f"{_INDENT}{_setting(x, _INDENT)}" for x in d.settings]
     for i, s in enumerate(d.steps):
         if i or body:
             body.append("")

@@ -19,7 +19,7 @@ from .vocabulary import ActionClass, Level, Stage, Threshold
 
 __all__ = [
     "PLAN_VERSION", "PlanError", "SourceRef", "PlanParam", "PlanTrigger", "PlanKind", "PlanRecord",
-    "PlanGuard", "PlanAction", "PlanStep", "PlanWorkflow", "EntryPolicy", "PathX", "LitX", "NotX",
+    "PlanGuard", "PlanAction", "AgentProfile", "PlanStep", "PlanWorkflow", "EntryPolicy", "PathX", "LitX", "NotX",
     "BinX", "PlanExpr", "GuardOutcome", "SkipStep", "LoadStep", "PlanOperation", "PlanSequence",
     "Plan", "load_plan", "dump_plan", "plan_digest", "reference_problems",
 ]
@@ -103,6 +103,15 @@ class PlanAction(_M):
     source: SourceRef
 
 
+class AgentProfile(_M):
+    """An agent profile the host should use (ADR 0033): an id, or a portable (agent_name, model, mode) triple."""
+
+    id: str | None = None
+    agent_name: str | None = None
+    model: str | None = None
+    mode: str | None = None
+
+
 class PlanStep(_M):
     """A step: its attributes, its handlers by trigger, and its entry split into the actions the runtime dispatches and the kinds the host runs inline."""
 
@@ -116,6 +125,14 @@ class PlanStep(_M):
     prompt: str | None = None
     wip_limit: int = 0
     pull_from: str | None = None
+    # Host metadata (ADR 0033): kept for the host, never run by the runtime.
+    description: str | None = None
+    color: str | None = None
+    show_in_command_panel: bool = False
+    auto_archive_after_hours: int = 0
+    auto_advance_requires_signal: bool = False
+    cancel_triggers_turn_complete: bool = False
+    agent_profile: AgentProfile | None = None
     handlers: dict[str, tuple[PlanAction, ...]] = {}
     entry_dispatch: tuple[PlanAction, ...] = ()  # on_enter actions the runtime dispatches, declared order
     entry_inline: tuple[str, ...] = ()  # on_enter kinds the host runs inline (excluded), declared order
@@ -128,6 +145,9 @@ class PlanWorkflow(_M):
     id: str
     title: str
     hidden: bool = False
+    description: str | None = None  # host metadata (ADR 0033)
+    prompt: str | None = None  # workflow-level instructions the host prepends at every step entry
+    agent_profile: AgentProfile | None = None
     start_step: str
     steps: tuple[PlanStep, ...]
     source: SourceRef

@@ -152,7 +152,7 @@ def test_syntax_error_names_what_was_expected(tmp_path: Path, capsys: pytest.Cap
     path.write_text('workflow w {\n  step a { start bogus }\n}\n')
     assert main(["check", "--format", "concise", "-q", str(path)]) == 1
     out = capsys.readouterr().out
-    assert f"{path}:2:18: error[IL001] unexpected `bogus`: expected a step attribute or `on`" in out
+    assert f"{path}:2:18: error[IL001] unexpected `bogus`: expected a step attribute, `false`, `on` or `true`" in out
 
 
 def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:

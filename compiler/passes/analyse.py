@@ -32,7 +32,7 @@ def analyse(ctx: Context) -> list[Diagnostic]:
         by_id: dict[str, ir.StepDecl] = {}
         for decl in wf.steps:
             by_id.setdefault(decl.name.name, decl)
-        by_hand = {sid for sid, decl in by_id.items() if any(f.name == "manual_move" for f in decl.flags)}
+        by_hand = {sid for sid, decl in by_id.items() if decl.has("manual_move")}
         for step in wf.steps:
             for handler in step.handlers:
                 unguarded: ir.ActionCall | None = None
@@ -74,7 +74,7 @@ def analyse(ctx: Context) -> list[Diagnostic]:
             for s in step.settings:
                 if s.name == "pull_from" and isinstance(s.value, ir.Ident) and s.value.name in edges:
                     edges[s.value.name].add(step.name.name)
-        start = next((s for s in order.steps if any(f.name == "start" for f in s.flags)), None)
+        start = next((s for s in order.steps if s.has("start")), None)
         if start is None:
             continue
         reached = {start.name.name}
@@ -85,7 +85,7 @@ def analyse(ctx: Context) -> list[Diagnostic]:
                     reached.add(nxt)
                     queue.append(nxt)
         for step in wf.steps:
-            manual = any(f.name == "manual_move" for f in step.flags)
+            manual = step.has("manual_move")
             if step.name.name not in reached and not manual:
                 out.append(make("unreachable-step", step.name.span,
                                 f"step `{step.name.name}` is unreachable from the start step `{start.name.name}`",

@@ -45,6 +45,7 @@ def _record_fields(ctx: Context, out: list[Diagnostic]) -> None:
 
 
 def _workflow(wf: ir.WorkflowDecl, ctx: Context, out: list[Diagnostic]) -> None:
+    _workflow_settings(wf, out)
     if not wf.steps:
         out.append(make("empty-workflow", wf.name.span, f"workflow `{wf.name.name}` has no steps",
                         help='declare at least one step: `step work "Work" { start }`'))
@@ -69,7 +70,7 @@ def _workflow(wf: ir.WorkflowDecl, ctx: Context, out: list[Diagnostic]) -> None:
                             labels=(label(positions[pos].name.span, "position taken here"),), notes=implicit))
         else:
             positions[pos] = step
-        if any(f.name == "start" for f in step.flags):
+        if step.has("start"):
             starts.append(step)
         _attributes(step, out)
         _handlers(wf, step, ctx, out)
@@ -77,10 +78,47 @@ def _workflow(wf: ir.WorkflowDecl, ctx: Context, out: list[Diagnostic]) -> None:
         out.append(make("start-step-count", wf.name.span, f"workflow `{wf.name.name}` has no start step",
                         help="mark the step new tasks begin in with `start`"))
     for extra in starts[1:]:
-        flag = next(f for f in extra.flags if f.name == "start")
+        flag = next(f for f in extra.flags if f.name == "start" and f.value)
         out.append(make("start-step-count", flag.span, f"workflow `{wf.name.name}` has more than one start step",
                         labels=(label(starts[0].name.span, "first start step"),)))
     _pull_cycles(wf, out)
+
+
+PROFILE_KEYS = ("agent_name", "model", "mode")
+
+
+def _agent_profile(value: ir.Node, out: list[Diagnostic]) -> None:
+    """`agent_profile` is a non-empty profile id or a map `{agent_name: "…", model: "…", mode: "…"}`."""
+    help_ = 'write `agent_profile "PROFILE_ID"` or `agent_profile {agent_name: "…", model: "…", mode: "…"}`'
+    match value:
+        case ir.StrLit(value=text) if text:
+            return
+        case ir.MapValue(entries=entries):
+            for e in entries:
+                if e.key not in PROFILE_KEYS:
+                    out.append(make("invalid-step-setting", e.key_span or e.span, f"`agent_profile` has no key "
+                                    f"`{e.key}`", help="its keys are " + ", ".join(f"`{k}`" for k in PROFILE_KEYS)))
+                elif not isinstance(e.value, ir.StrLit):
+                    out.append(make("invalid-step-setting", e.value.span, f"`agent_profile` key `{e.key}` must be "
+                                    "a string", help=help_))
+            if not any(e.key == "agent_name" for e in entries):
+                out.append(make("invalid-step-setting", value.span, "`agent_profile` needs an `agent_name`",
+                                help=help_))
+            return
+    out.append(make("invalid-step-setting", value.span, "`agent_profile` must be a profile id or a profile map",
+                    help=help_))
+
+
+def _workflow_settings(wf: ir.WorkflowDecl, out: list[Diagnostic]) -> None:
+    seen: dict[str, ir.WorkflowSetting] = {}
+    for s in wf.settings:
+        if s.name in seen:
+            out.append(make("duplicate-step-attribute", s.span, f"`{s.name}` is given twice on workflow "
+                            f"`{wf.name.name}`", labels=(label(seen[s.name].span, "first given here"),)))
+        else:
+            seen[s.name] = s
+        if s.name == "agent_profile":
+            _agent_profile(s.value, out)
 
 
 def _setting_span(step: ir.StepDecl, name: str) -> Span | None:
@@ -99,7 +137,9 @@ def _attributes(step: ir.StepDecl, out: list[Diagnostic]) -> None:
                             f"`{step.name.name}`", labels=(label(seen[attr.name].span, "first given here"),)))
         else:
             seen[attr.name] = attr
-        if isinstance(attr, ir.StepSetting) and attr.name in ("position", "wip_limit") \
+        if isinstance(attr, ir.StepSetting) and attr.name == "agent_profile":
+            _agent_profile(attr.value, out)
+        if isinstance(attr, ir.StepSetting) and attr.name in ("position", "wip_limit", "auto_archive_after_hours") \
                 and isinstance(attr.value, ir.IntLit) and attr.value.value < 0:
             out.append(make("invalid-step-setting", attr.value.span, f"`{attr.name}` must be 0 or more"))
         if isinstance(attr, ir.StepSetting) and attr.name == "pull_from" and isinstance(attr.value, ir.Ident) \
