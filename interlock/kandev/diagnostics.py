@@ -1,0 +1,51 @@
+"""The import/export diagnostics: `KVnnn` codes at YAML (or `.wf`) positions, the same `Diagnostic` records as
+`interlock check` reports, so the same renderers print them (docs/kandev.md lists every code)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from interlock.dsl.construct import construct
+from interlock.dsl.diagnostics import Diagnostic, Severity
+from interlock.dsl.source import Span
+
+__all__ = ["KVCODES", "kv", "span_at"]
+
+
+class _Info(NamedTuple):
+    code: str
+    severity: Severity
+
+
+_E, _W, _N = Severity.ERROR, Severity.WARNING, Severity.NOTE
+
+KVCODES: dict[str, _Info] = {
+    "yaml-invalid": _Info("KV001", _E),          # not YAML, too large, too deep, an alias bomb, a duplicate key
+    "format-invalid": _Info("KV002", _E),        # not a template nor a portable document; a wrong type
+    "unknown-key": _Info("KV003", _E),           # a key the seed's strict loader refuses
+    "unknown-action": _Info("KV004", _E),        # an action type the seed drops silently
+    "unknown-config-key": _Info("KV005", _W),    # a config key the seed ignores silently
+    "dangling-step": _Info("KV006", _E),         # a move_to_step target (step_id / step_position) that does not exist
+    "malformed-guard": _Info("KV007", _E),       # a quorum guard the seed treats as no guard
+    "ignored-on-turn-start": _Info("KV008", _W),  # requires_approval or a guard on on_turn_start: the seed ignores it
+    "trigger-refused": _Info("KV009", _W),       # a type the template loader refuses under that trigger
+    "role-declared": _Info("KV010", _N),         # a role used but not declared: the import declares it
+    "id-mapped": _Info("KV011", _W),             # an id the language cannot hold, mapped deterministically
+    "not-representable": _Info("KV012", _E),     # something interlock cannot carry (e.g. configure_session)
+    "normalised": _Info("KV013", _N),            # a form written back differently (an `if:` guard, an explicit default)
+    "export-refused": _Info("KV014", _E),        # export: the target loader would reject it
+    "export-dropped": _Info("KV015", _W),        # export: the target format cannot carry it
+    "wf-invalid": _Info("KV016", _E),            # export: the `.wf` does not check clean
+}
+
+
+def span_at(file: str, line: int, col: int, end_line: int | None = None, end_col: int | None = None) -> Span:
+    """A span from 1-based line and column (the end defaults to one character)."""
+    return construct(Span, {"file": file, "line": line, "col": col, "end_line": end_line or line,
+                            "end_col": end_col if end_col is not None else col + 1})
+
+
+def kv(name: str, span: Span, message: str, *, help: str | None = None) -> Diagnostic:
+    info = KVCODES[name]
+    return construct(Diagnostic, {"code": info.code, "name": name, "severity": info.severity, "span": span,
+                                  "message": message, "help": help})
