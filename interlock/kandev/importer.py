@@ -92,7 +92,7 @@ class _Reader:
         self.out.diagnostics.append(kv(code, self.at(node), message, help=help))
 
     def keys(self, node: YNode, allowed: tuple[str, ...], what: str) -> None:
-        for k in node.keys():
+        for k in node.key_nodes():
             if k.text not in allowed:
                 self.report("unknown-key", k, f"{what} has no key `{k.text}`: the seed's loader refuses the file",
                             help="its keys are " + ", ".join(f"`{a}`" for a in allowed))
@@ -523,7 +523,7 @@ class _Reader:
                 self.report("malformed-guard", wrapper, "both `wait_for_quorum` and `if` given: the seed reads one "
                             "of them; not imported")
                 return None
-            if wrapper.kind != "map" or [k.text for k in wrapper.keys()] != ["wait_for_quorum"]:
+            if wrapper.kind != "map" or [k.text for k in wrapper.key_nodes()] != ["wait_for_quorum"]:
                 self.report("malformed-guard", wrapper, "`if` must hold exactly `wait_for_quorum`: the seed treats "
                             "this as no guard, so the move would be unguarded")
                 return None
@@ -537,7 +537,7 @@ class _Reader:
         if node.kind != "map":
             self.report("malformed-guard", node, bad, help="write `wait_for_quorum: {role: ROLE, threshold: T}`")
             return None
-        for k in node.keys():
+        for k in node.key_nodes():
             if k.text not in ("role", "threshold"):
                 self.report("unknown-config-key", k, f"`wait_for_quorum` has no key `{k.text}`: ignored")
         role = self.string(node.get("role"), "`role`")

@@ -48,7 +48,7 @@ class YNode:
                 return v
         return None
 
-    def keys(self) -> list[YNode]:
+    def key_nodes(self) -> list[YNode]:
         return [k for k, _ in self.pairs]
 
     def data(self) -> Any:

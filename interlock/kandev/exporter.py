@@ -1,0 +1,256 @@
+"""A checked `.wf` out to the seed system's YAML (`interlock export`): what its loaders accept, refusals reported.
+
+The export reads the compiled plan (resolved targets, positions) and the source (what was written: an explicit
+`false`, an argument given at its default), so that an imported template exports back to the same data.  The
+template format takes the template loader's per-trigger allow-lists: anything that loader would reject is an
+`export-refused` error.  The portable format cannot carry the seven generic triggers, stages, ids, `hidden`,
+`wip_limit`, `pull_from` and the signal/cancel flags: each is an `export-dropped` warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from interlock.dsl import ir
+from interlock.dsl.diagnostics import Diagnostic
+from interlock.runtime import plan as P
+
+from . import formats as F
+from .diagnostics import kv
+
+__all__ = ["Exported", "export_program", "dump_yaml"]
+
+
+@dataclass
+class Exported:
+    data: dict[str, Any] | list[dict[str, Any]] | None = None  # a template per workflow, or one envelope
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for d in self.diagnostics if d.is_error)
+
+
+def export_program(module: ir.Module, plan: P.Plan, fmt: str) -> Exported:
+    """The YAML data of the main module's workflows in `fmt` (`template` or `portable`)."""
+    out = Exported()
+    kinds = {k.name: k for k in plan.kinds}
+    by_id = {w.id: w for w in plan.workflows}
+    workflows = []
+    for decl in module.decls:
+        if isinstance(decl, ir.WorkflowDecl) and decl.name.name in by_id:
+            workflows.append(_Workflow(decl, by_id[decl.name.name], kinds, fmt, out.diagnostics).data())
+    if fmt == "portable":
+        out.data = {"version": 1, "type": "kandev_workflow", "workflows": workflows}
+    else:
+        out.data = workflows[0] if len(workflows) == 1 else workflows
+    return out
+
+
+def dump_yaml(data: Any) -> str:
+    """YAML 1.2 text for `data`; multi-line strings as literal blocks when they read back exactly."""
+    import io
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.scalarstring import LiteralScalarString
+
+    def prepare(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: prepare(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [prepare(v) for v in value]
+        if isinstance(value, str) and "\n" in value.rstrip("\n") and value.endswith("\n") \
+                and not value.endswith("\n\n") and all(not line.endswith((" ", "\t")) for line in value.split("\n")) \
+                and not value.startswith((" ", "\t", "\n")) and "\r" not in value:
+            return LiteralScalarString(value)
+        return value
+
+    yaml = YAML(typ="rt", pure=True)
+    yaml.width = 4096
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    buf = io.StringIO()
+    yaml.dump(prepare(data), buf)
+    return buf.getvalue()
+
+
+class _Workflow:
+    def __init__(self, decl: ir.WorkflowDecl, wf: P.PlanWorkflow, kinds: dict[str, P.PlanKind], fmt: str,
+                 diagnostics: list[Diagnostic]) -> None:
+        self.decl, self.wf, self.kinds, self.fmt, self.diagnostics = decl, wf, kinds, fmt, diagnostics
+        self.portable = fmt == "portable"
+        self.position = {s.id: s.position for s in wf.steps}
+
+    def report(self, code: str, node: ir.Node, message: str, help: str | None = None) -> None:
+        self.diagnostics.append(kv(code, node.span, message, help=help))
+
+    def data(self) -> dict[str, Any]:
+        d, wf = self.decl, self.wf
+        out: dict[str, Any] = {}
+        if self.portable:
+            self.report("export-dropped", d.name, f"the portable format has no workflow ids: `{wf.id}` is dropped "
+                        "(the seed gives every imported workflow and step a fresh id)")
+        else:
+            out["id"] = wf.id
+        out["name"] = wf.title
+        if wf.description is not None:
+            out["description"] = wf.description
+        if wf.hidden:
+            if self.portable:
+                self.report("export-dropped", d.name, "the portable format cannot carry `hidden`: dropped")
+            else:
+                out["hidden"] = True
+        for s in d.settings:
+            if s.name == "prompt" or (s.name == "agent_profile"):
+                if not self.portable:
+                    self.report("export-dropped", s, f"the template format has no workflow `{s.name}`: dropped",
+                                help="use --format portable to keep it")
+                elif s.name == "prompt":
+                    out["prompt"] = wf.prompt
+                else:
+                    profile = self.profile(s.value, wf.agent_profile, s)
+                    if profile is not None:
+                        out["agent_profile"] = profile
+        decls = {s.name.name: s for s in d.steps}
+        out["steps"] = [self.step(decls[s.id], s) for s in wf.steps]
+        self.terminal(wf, decls)
+        return out
+
+    def terminal(self, wf: P.PlanWorkflow, decls: dict[str, ir.StepDecl]) -> None:
+        derived = None
+        for s in wf.steps:
+            if s.title.strip().lower() in ("done", "complete", "completed", "approved"):
+                derived = s.id
+        for s in wf.steps:
+            if s.terminal != (s.id == derived):
+                what = "is `terminal`" if s.terminal else "is not `terminal`"
+                self.report("export-dropped", decls[s.id].name, f"step `{s.id}` {what}, but the seed derives the "
+                            "terminal step from names (the last one named Done, Complete, Completed or Approved)",
+                            help="rename the step, or accept the seed's terminal step")
+
+    def profile(self, value: ir.Node, profile: P.AgentProfile | None, where: ir.Node) -> dict[str, Any] | None:
+        if profile is None:
+            return None
+        if profile.id is not None:
+            self.report("export-dropped", where, "the portable format names agent profiles by "
+                        "{agent_name, model, mode}, not by id: dropped")
+            return None
+        return {k: v for k, v in (("agent_name", profile.agent_name), ("model", profile.model),
+                                  ("mode", profile.mode)) if v is not None}
+
+    def step(self, decl: ir.StepDecl, s: P.PlanStep) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if not self.portable:
+            out["id"] = s.id
+        out["name"] = s.title
+        out["position"] = s.position
+        settings = {x.name: x for x in decl.settings}
+        flags = {f.name: f for f in decl.flags}
+        if "color" in settings:
+            out["color"] = s.color
+        if "stage" in settings:
+            if self.portable:
+                self.report("export-dropped", settings["stage"], "the portable format has no `stage_type`: dropped")
+            else:
+                out["stage_type"] = s.stage
+        keys = F.PORTABLE_STEP_KEYS if self.portable else F.TEMPLATE_STEP_KEYS
+        for key, flag in F.STEP_FLAGS.items():
+            if flag in flags:
+                if key in keys:
+                    out[key] = flags[flag].value
+                elif flags[flag].value:
+                    self.report("export-dropped", flags[flag], f"the portable format has no `{key}`: dropped")
+        if "auto_archive_after_hours" in settings and (s.auto_archive_after_hours or not self.portable):
+            out["auto_archive_after_hours"] = s.auto_archive_after_hours
+        for name, key in (("wip_limit", "wip_limit"), ("pull_from", "pull_from_step_id")):
+            if name in settings:
+                if self.portable:
+                    self.report("export-dropped", settings[name], f"the portable format has no `{key}`: dropped")
+                else:
+                    out[key] = getattr(s, name)
+        if "agent_profile" in settings and s.agent_profile is not None:
+            if self.portable:
+                profile = self.profile(settings["agent_profile"].value, s.agent_profile, settings["agent_profile"])
+                if profile is not None:
+                    out["agent_profile"] = profile
+            elif s.agent_profile.id is not None:
+                out["agent_profile_id"] = s.agent_profile.id
+            else:
+                self.report("export-dropped", settings["agent_profile"], "the template format names an agent "
+                            "profile by id (`agent_profile \"ID\"`): this profile map is dropped",
+                            help="use --format portable to keep it")
+        if "description" in settings:
+            self.report("export-dropped", settings["description"], "the seed's steps have no description: dropped")
+        if s.prompt is not None:
+            out["prompt"] = s.prompt
+        events: dict[str, list[dict[str, Any]]] = {}
+        for handler in decl.handlers:
+            trigger = handler.trigger.name
+            if self.portable and trigger not in F.PORTABLE_TRIGGERS:
+                self.report("export-dropped", handler.trigger, f"the portable format cannot carry `{trigger}` "
+                            "(the seed drops the generic triggers both ways, its issue #1109): dropped",
+                            help="use --format template to keep it")
+                continue
+            if trigger not in F.TRIGGERS:
+                self.report("export-refused", handler.trigger, f"`{trigger}` is not a trigger of the seed system")
+                continue
+            actions = [self.action(a, p, trigger) for a, p in zip(handler.actions, s.handlers.get(trigger, ()))]
+            events[trigger] = [a for a in actions if a is not None]
+        if events:
+            out["events"] = events
+        return out
+
+    def given(self, action: ir.ActionCall, kind: P.PlanKind) -> set[str]:
+        """The parameters the source gives explicitly (positional ones by the kind's parameter order)."""
+        names = [p.name for p in kind.params]
+        out: set[str] = set()
+        for i, arg in enumerate(action.args):
+            if arg.name is not None:
+                out.add(arg.name.name)
+            elif i < len(names):
+                out.add(names[i])
+        return out
+
+    def action(self, decl: ir.ActionCall, a: P.PlanAction, trigger: str) -> dict[str, Any] | None:
+        seed = F.TYPE_OF_KIND.get(a.kind)
+        if seed is None:
+            self.report("export-refused", decl.name, f"the seed system has no action `{a.kind}`: its loader would "
+                        "reject the file", help="remove the action, or keep this workflow in interlock")
+            return None
+        if not self.portable and seed not in F.TEMPLATE_ALLOWED[trigger]:
+            self.report("export-refused", decl.name, f"the seed's template loader refuses `{seed}` under "
+                        f"`{trigger}`", help="allowed there: " + ", ".join(F.TEMPLATE_ALLOWED[trigger]))
+            return None
+        given = self.given(decl, self.kinds[a.kind])
+        config: dict[str, Any] = {}
+        args = a.args
+        if a.action_class == "transition":
+            if a.kind == "move_to_step":
+                target = a.target_step or ""
+                if self.portable:
+                    config["step_position"] = self.position[target]
+                else:
+                    config["step_id"] = target
+            if a.guard is not None:
+                th = a.guard.threshold if a.guard.count is None else f"{a.guard.threshold}:{a.guard.count}"
+                config["wait_for_quorum"] = {"role": a.guard.role, "threshold": th}
+            if a.requires_approval:
+                config["requires_approval"] = True
+        else:
+            mapping = {"set_session_mode": {"mode": "mode"}, "run_code_review": {"agent_profile": "agent_profile_id"},
+                       "queue_run": {"target": "target", "task": "task_id", "reason": "reason", "payload": "payload",
+                                     "cadence_seconds": "cadence_seconds"},
+                       "queue_run_for_each_participant": {"role": "role", "reason": "reason", "payload": "payload"},
+                       "ensure_seats": {"role": "role"}}.get(a.kind, {})
+            for param in sorted(given):
+                if param in mapping:
+                    config[mapping[param]] = args[param]
+                else:
+                    self.report("export-dropped", decl.name, f"the seed's `{seed}` has no setting for `{param}`: "
+                                "dropped")
+            if a.kind in ("queue_run_for_each_participant", "ensure_seats", "set_session_mode"):
+                key = "mode" if a.kind == "set_session_mode" else "role"
+                config[key] = args[key]
+            config = {k: config[k] for k in sorted(config, key=lambda k: list(mapping.values()).index(k)
+                                                   if k in mapping.values() else 99)}
+        return {"type": seed, "config": config} if config else {"type": seed}
