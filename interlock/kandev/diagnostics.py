@@ -48,4 +48,4 @@ def span_at(file: str, line: int, col: int, end_line: int | None = None, end_col
 def kv(name: str, span: Span, message: str, *, help: str | None = None) -> Diagnostic:
     info = KVCODES[name]
     return construct(Diagnostic, {"code": info.code, "name": name, "severity": info.severity, "span": span,
-                                  "message": message, "help": help})
+                                  "message": message, "labels": (), "notes": (), "help": help})

@@ -23,7 +23,7 @@ from . import formats as F
 from .diagnostics import kv, span_at
 from .yamlread import YamlError, YNode, read_yaml
 
-__all__ = ["Imported", "import_text", "PRELUDE_ROLES", "wf_ident"]
+__all__ = ["Imported", "import_text", "combined", "PRELUDE_ROLES", "wf_ident"]
 
 PRELUDE_ROLES = ("reviewer", "approver", "watcher", "collaborator", "runner")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
@@ -555,3 +555,18 @@ class _Reader:
                         + bad, help="thresholds: " + ", ".join(F.THRESHOLDS) + ", n_approve:N (N ≥ 1)")
             return None
         return f"{self.role(role, node.get('role') or node)}, {th}"
+
+
+def combined(workflows: list[tuple[str, str]]) -> str:
+    """Several imported workflows as one `.wf` text, each role declared once at the top."""
+    roles: list[str] = []
+    bodies: list[str] = []
+    for _, text in workflows:
+        lines = text.splitlines(keepends=True)
+        i = 0
+        while i < len(lines) and (lines[i].startswith("role ") or not lines[i].strip()):
+            if lines[i].startswith("role ") and lines[i] not in roles:
+                roles.append(lines[i])
+            i += 1
+        bodies.append("".join(lines[i:]))
+    return "".join(roles) + ("\n" if roles else "") + "\n".join(bodies)
