@@ -139,10 +139,10 @@ def agent_profile(value: object) -> P.AgentProfile | None:
     """The plan form of an `agent_profile` setting: a string is a profile id, a map the portable triple."""
     match value:
         case ir.StrLit(value=text):
-            return construct(P.AgentProfile, {"id": text})
+            return construct(P.AgentProfile, {"id": text, "agent_name": None, "model": None, "mode": None})
         case ir.MapValue(entries=entries):
             fields = {e.key: e.value.value for e in entries if isinstance(e.value, ir.StrLit)}
-            return construct(P.AgentProfile, fields)
+            return construct(P.AgentProfile, {"id": None, "agent_name": None, "model": None, "mode": None} | fields)
     return None
 
 

@@ -220,7 +220,7 @@ class _Reader:
         roles = sorted(r for r in self.roles if r not in PRELUDE_ROLES)
         for r in roles:
             self.report("role-declared", self.role_nodes[r], f"role `{r}` is used but not declared: the import "
-                        "declares it (`role {r}`)")
+                        f"declares it (`role {r}`)")
         text = "".join(f"role {r}\n" for r in roles) + ("\n" if roles else "")
         text += head + "\n" + "\n".join(lines) + "\n}\n"
         self.out.workflows.append((wid, text))

@@ -1,0 +1,48 @@
+"""The seed's nine built-in templates (read from ../shared, never copied): each imports to a `.wf` that checks
+clean, exports back (`--format template`) to YAML whose data equals the original's, and re-imports to the same plan.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.kandev import TEMPLATE_NAMES, comparable, compiled, data, export, import_clean, reference
+
+from interlock.compiler import compile_bytes
+from interlock.dsl.format import format_source
+
+
+@pytest.mark.parametrize("name", TEMPLATE_NAMES)
+def test_import_checks_clean_and_is_formatted(name: str) -> None:
+    imported = import_clean(reference(name).read_text())
+    assert len(imported.workflows) == 1
+    wid, text = imported.workflows[0]
+    result = compile_bytes(f"{wid}.wf", text.encode())
+    assert result.diagnostics == (), [d.message for d in result.diagnostics]
+    assert not format_source(text, f"{wid}.wf").changed  # written in the formatter's layout
+
+
+@pytest.mark.parametrize("name", TEMPLATE_NAMES)
+def test_export_gives_back_the_templates_data(name: str) -> None:
+    original = reference(name).read_text()
+    _, wf = import_clean(original).workflows[0]
+    yaml_text, diagnostics = export(wf, "template")
+    assert diagnostics == []
+    assert data(yaml_text) == data(original)
+
+
+@pytest.mark.parametrize("name", TEMPLATE_NAMES)
+def test_import_of_the_export_has_the_same_plan(name: str) -> None:
+    _, wf = import_clean(reference(name).read_text()).workflows[0]
+    yaml_text, _ = export(wf, "template")
+    _, again = import_clean(yaml_text).workflows[0]
+    assert comparable(compiled("b.wf", again)) == comparable(compiled("a.wf", wf))
+
+
+@pytest.mark.parametrize("name", TEMPLATE_NAMES)
+def test_prompts_are_kept_byte_for_byte(name: str) -> None:
+    original = data(reference(name).read_text())
+    _, wf = import_clean(reference(name).read_text()).workflows[0]
+    plan = compiled("a.wf", wf)
+    prompts = {s["id"]: s.get("prompt") for s in original["steps"]}
+    assert {s.id: s.prompt for s in plan.workflows[0].steps} == prompts
+    assert plan.workflows[0].description == original.get("description")
