@@ -114,6 +114,8 @@ class _Converter:
         if id(node) in stack:
             raise YamlError("a YAML alias refers to a list or mapping that contains it", line, col)
         tag = str(node.tag)
+        if node.id in ("mapping", "sequence") and tag not in (_TAG + "map", _TAG + "seq"):
+            raise YamlError(f"the tag `{tag}` is not read (only plain YAML values)", line, col)
         if node.id == "mapping":
             out = YNode("map", line, col)
             seen: dict[str, YNode] = {}
@@ -121,7 +123,7 @@ class _Converter:
                 key = self.convert(k, (*stack, id(node)))
                 if key.kind != "scalar":
                     raise YamlError("a mapping key must be a plain value", key.line, key.col)
-                if tag == _TAG + "map" and k.tag == _TAG + "merge":
+                if k.tag == _TAG + "merge":
                     raise YamlError("merge keys (`<<`) are not read: write the keys out", key.line, key.col)
                 if key.text in seen:
                     first = seen[key.text]
