@@ -78,7 +78,7 @@ def test_export_refuses_what_the_template_loader_rejects(tmp_path: Path, capsys:
                   "  }\n}\n")
     out = tmp_path / "w.yml"
     assert main(["export", str(wf), "--diagnostics", "concise", "-o", str(out)]) == 1
-    assert f"{wf}:4:19: error[KV014]" in capsys.readouterr().out
+    assert f"{wf}:4:21: error[KV014]" in capsys.readouterr().out
     assert not out.exists()
 
 
