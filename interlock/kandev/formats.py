@@ -1,4 +1,4 @@
-"""The two YAML formats of the seed system, as data (../shared/reference/kandev-yaml-format.md, paraphrased).
+"""The two YAML formats of the seed system, as data (paraphrased from the format reference beside the repository).
 
 Template format: a workflow with ids (`config/workflows/*.yml`); portable format: an envelope `version: 1`,
 `type: kandev_workflow`, `workflows: [...]`, steps without ids, `move_to_step` by `step_position`.

@@ -1,4 +1,4 @@
-"""The seed's nine built-in templates (read from ../shared, never copied): each imports to a `.wf` that checks
+"""The seed's nine built-in templates (read from the reference folder beside the repository, never copied): each imports to a `.wf` that checks
 clean, exports back (`--format template`) to YAML whose data equals the original's, and re-imports to the same plan.
 """
 

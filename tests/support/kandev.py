@@ -1,4 +1,4 @@
-"""Shared helpers of the kandev import/export tests: the seed's nine templates (read from `../shared`, never
+"""Shared helpers of the kandev import/export tests: the seed's nine templates (read from the reference folder, never
 copied into the repository), importing and compiling in memory, and plans compared without source positions."""
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ TEMPLATE_NAMES = ("architecture", "feature-dev", "improve-kandev", "kanban", "of
 
 
 def reference(name: str) -> Path:
-    """A reference template; skips when `../shared` is absent, fails under CI=true (CI has it)."""
+    """A reference template; skips when the reference folder is absent, fails under CI=true (CI has it)."""
     path = REFERENCE / f"{name}.yml"
     if not path.is_file():
         if os.environ.get("CI") == "true":
-            pytest.fail(f"{path} is missing: CI must have ../shared/reference")
-        pytest.skip(f"{path} is absent (the seed's templates live in ../shared/reference)")
+            pytest.fail(f"{path} is missing: CI must have the reference templates")
+        pytest.skip(f"{path} is absent (the seed's reference templates are not beside the repository)")
     return path
 
 
