@@ -251,7 +251,7 @@ class StepSetting(Node):
     kind: Literal["step_setting"] = "step_setting"
     name: Literal["position", "wip_limit", "stage", "pull_from", "prompt", "auto_archive_after_hours", "description",
                   "color", "agent_profile"]
-    value: IntLit | StrLit | Ident | MapValue
+    value: Ident | Value  # `agent_profile` takes any literal, checked by the validator
     block: bool = False  # a prompt or description written as a block string
 
 
@@ -260,7 +260,7 @@ class WorkflowSetting(Node):
 
     kind: Literal["workflow_setting"] = "workflow_setting"
     name: Literal["description", "prompt", "agent_profile"]
-    value: StrLit | MapValue
+    value: Value
     block: bool = False
 
 

@@ -310,7 +310,7 @@ class Lowering:
 
     def step_setting(self, c: list[Any]) -> ir.StepSetting:
         key, tok = c
-        value: ir.IntLit | ir.StrLit | ir.Ident | ir.MapValue
+        value: ir.Ident | ir.Value
         if not isinstance(tok, Token):
             value = tok
         elif tok.type == "INT":

@@ -210,9 +210,8 @@ def _setting(s: ir.StepSetting | ir.WorkflowSetting, pad: str) -> str:
             return f"{s.name} {_literal(lit)}"
         case ir.Ident(name=name):
             return f"{s.name} {name}"
-        case ir.MapValue() as value:
-            return f"{s.name} {format_value(value)}"
-    raise TypeError(f"not a setting value: {type(s.value).__name__}")
+        case value:
+            return f"{s.name} {format_value(value)}"  # an `agent_profile` map (anything else fails the checks)
 
 
 def _flag(f: ir.StepFlag) -> str:

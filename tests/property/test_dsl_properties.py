@@ -57,7 +57,8 @@ def strip_spans(obj: Any) -> Any:
     if isinstance(obj, dict):
         if obj.keys() == _SPAN_KEYS:
             return "<span>"
-        return {k: strip_spans(v) for k, v in obj.items() if k != "span"}
+        # `block`: whether a string was written as a block string, layout the printer may change (ADR 0033)
+        return {k: strip_spans(v) for k, v in obj.items() if k not in ("span", "block")}
     if isinstance(obj, (list, tuple)):
         return [strip_spans(v) for v in obj]
     return obj

@@ -35,6 +35,7 @@ if str(HERE) not in sys.path:
 from wf_strategies import decls, programs, valid_programs  # noqa: E402
 
 _NUMBERED = re.compile(r"# c(\d+)$")
+_BLOCK = re.compile(r'"""[ \t]*\n(?:[^"]|"(?!""))*"""')
 _COMMENT = re.compile(r'((?:[^"#]|"(?:[^"\\]|\\.)*")*)(#.*)?$')  # (code, comment): strings may hold a `#`
 
 
@@ -56,6 +57,7 @@ def tokens(text: str) -> list[str]:
 def numbered_comments(text: str) -> list[tuple[int, bool]]:
     """(number, follows code on its line) of every `# cN` comment, in the order they appear."""
     out = []
+    text = _BLOCK.sub('""', text)  # a block string holds no comment; as `""` its lines do not confuse _COMMENT
     for line in text.split("\n"):  # not splitlines(): a string may hold U+001E, U+2028, …
         m = _COMMENT.match(line)
         assert m is not None

@@ -175,16 +175,26 @@ guards = seq(["when", "quorum", "("], one, [","], thresholds, [")"])
 args = seq(["("], comma_list(st.one_of(seq(one, [":"], values), values), trailing=True), [")"])
 actions = seq(one, opt(args), opt(guards), opt(st.just(["requires_approval"])))
 handlers = seq(["on"], one, ["{"], many(actions, 3), ["}"])
+_block_lines = st.lists(st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"],
+                                               exclude_characters='"'), max_size=10), max_size=3)
+block_tok = st.tuples(_block_lines, st.sampled_from(["", "  ", "\t"])).map(
+    lambda p: ['"""\n' + "".join((p[1] + line if line else "") + "\n" for line in p[0]) + p[1] + '"""'])
+# A block string (ADR 0033): every line indented like the closing triple quote, on a line of its own.
+flag_names = st.sampled_from([["start"], ["manual_move"], ["terminal"], ["show_in_command_panel"],
+                              ["auto_advance_requires_signal"], ["cancel_triggers_turn_complete"]])
 step_items = st.one_of(
-    st.sampled_from([["start"], ["manual_move"], ["terminal"]]),
-    seq(st.sampled_from([["position"], ["wip_limit"]]), int_tok),
+    seq(flag_names, opt(st.sampled_from([["true"], ["false"]]))),
+    seq(st.sampled_from([["position"], ["wip_limit"], ["auto_archive_after_hours"]]), int_tok),
     seq(st.sampled_from([["stage"], ["pull_from"]]), one),
-    seq(["prompt"], str_tok),
+    seq(st.sampled_from([["prompt"], ["description"], ["color"]]), st.one_of(str_tok, block_tok)),
+    seq(["agent_profile"], values),
     handlers,
 )
 steps = seq(["step"], one, opt(str_tok), ["{"], many(step_items, 5), ["}"])
+workflow_settings = st.one_of(seq(st.sampled_from([["description"], ["prompt"]]), st.one_of(str_tok, block_tok)),
+                              seq(["agent_profile"], values))
 workflow_decls = seq(["workflow"], one, opt(str_tok), ["{"],
-                     many(st.one_of(st.just(["hidden"]), steps), 3), ["}"])
+                     many(st.one_of(st.just(["hidden"]), workflow_settings, steps), 3), ["}"])
 
 skip_tail = seq(["skip"], one, levels, opt(str_tok))
 load_cases = seq(comma_list(st.sampled_from([["missing"], ["error"]]), min_size=1, max_size=2), ["->"], skip_tail)
@@ -424,6 +434,10 @@ def valid_programs(draw: st.DrawFn) -> str:
         positions = draw(st.one_of(st.none(), st.lists(st.integers(0, 99), min_size=len(step_ids),
                                                         max_size=len(step_ids), unique=True)))
         body = ["hidden"] if draw(st.booleans()) else []
+        if draw(st.booleans()):
+            body.append(f"description {draw(text_lit)}")
+        if draw(st.booleans()):
+            body.append(f'agent_profile {{agent_name: {draw(text_lit)}, model: {draw(text_lit)}}}')
         for i, sid in enumerate(step_ids):
             items: list[str] = []
             if i == start:
@@ -437,6 +451,16 @@ def valid_programs(draw: st.DrawFn) -> str:
                 items.append(f"prompt {draw(text_lit)}")
             if draw(st.booleans()):
                 items.append(f"wip_limit {draw(st.integers(0, 50))}")
+            for flag in ("show_in_command_panel", "auto_advance_requires_signal", "cancel_triggers_turn_complete"):
+                written = draw(st.sampled_from(["", " true", " false", None]))
+                if written is not None:
+                    items.append(flag + written)
+            if draw(st.booleans()):
+                items.append(f"color {draw(text_lit)}")
+            if draw(st.booleans()):
+                items.append(f"auto_archive_after_hours {draw(st.integers(0, 1000))}")
+            if draw(st.booleans()):
+                items.append(f"agent_profile {q(draw(plain_text.filter(bool)))}")
             if i and draw(st.booleans()):
                 items.append(f"pull_from {draw(st.sampled_from(step_ids[:i]))}")
             for trig in draw(st.lists(st.sampled_from(all_triggers), max_size=3, unique=True)):
