@@ -40,7 +40,8 @@ FORBIDDEN = {
     "stores": ("lark", "interlock.dsl", "interlock.compiler", "interlock.grammars"),
 }
 RUNTIME_MUST_NOT_LOAD = ("lark", "interlock.dsl", "interlock.compiler")
-CHECK_MUST_NOT_LOAD = ("sqlalchemy", "alembic", "interlock.commands", "interlock.runtime.api", "loguru")
+CHECK_MUST_NOT_LOAD = ("sqlalchemy", "alembic", "interlock.commands", "interlock.runtime.api", "loguru", "pygls",
+                       "lsprotocol", "interlock.lsp")
 
 
 def _run_probe(code: str, cwd: Path) -> dict[str, object]:

@@ -19,12 +19,15 @@ from types import ModuleType
 
 __all__ = ["TOOLS", "tool", "add_parsers"]
 
-TOOLS: tuple[str, ...] = ("diff", "fmt", "graph", "schema")
-"""The tool modules, in the order `interlock --help` lists them."""
+TOOLS: tuple[str, ...] = ("diff", "export", "fmt", "graph", "import", "lsp", "schema")
+"""The tool commands, in the order `interlock --help` lists them."""
+
+_MODULES = {"import": "imports", "export": "exports"}
+"""Commands whose name is a Python keyword (or would shadow one) live in a module of another name."""
 
 
 def tool(name: str) -> ModuleType:
-    return importlib.import_module(f"{__name__}.{name}")
+    return importlib.import_module(f"{__name__}.{_MODULES.get(name, name)}")
 
 
 def add_parsers(sub: argparse._SubParsersAction, parsers: dict[str, argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
