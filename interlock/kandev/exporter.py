@@ -53,13 +53,15 @@ def dump_yaml(data: Any) -> str:
     import io
 
     from ruamel.yaml import YAML
-    from ruamel.yaml.scalarstring import LiteralScalarString
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
 
     def prepare(value: Any) -> Any:
         if isinstance(value, dict):
             return {k: prepare(v) for k, v in value.items()}
         if isinstance(value, list):
             return [prepare(v) for v in value]
+        if isinstance(value, str) and any(c in value for c in "\x85\u2028\u2029"):
+            return DoubleQuotedScalarString(value)  # YAML line breaks a plain or single-quoted scalar would fold
         if isinstance(value, str) and "\n" in value.rstrip("\n") and value.endswith("\n") \
                 and not value.endswith("\n\n") and all(not line.endswith((" ", "\t")) for line in value.split("\n")) \
                 and not value.startswith((" ", "\t", "\n")) and "\r" not in value:

@@ -265,11 +265,14 @@ class _Reader:
 
     def terminal(self, steps: list[YNode]) -> int:
         """The step the seed derives as terminal: the last whose trimmed, lower-cased name is done & co."""
-        found = -1
+        found, best = -1, (-1, -1)
         for i, step in enumerate(steps):
             name = step.get("name") if step.kind == "map" else None
             if name is not None and name.kind == "scalar" and name.text.strip().lower() in _TERMINAL_NAMES:
-                found = i
+                pos = step.get("position")
+                key = (int(pos.data()) if pos is not None and pos.type == "int" else i, i)  # the last on the board
+                if key > best:
+                    found, best = i, key
         return found
 
     def profile(self, node: YNode | None) -> str | None:
