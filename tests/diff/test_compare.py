@@ -48,7 +48,8 @@ def test_formatting_comments_and_file_name_are_not_changes() -> None:
 
 
 def test_step_removed_is_breaking_and_located() -> None:
-    text = edited(('  step backlog "Backlog" {\n    position 0\n    manual_move\n    stage custom\n  }\n', ""))
+    text = edited((('  step backlog "Backlog" {\n    position 0\n    manual_move\n    stage custom\n'
+           '    color "bg-neutral-400"\n    show_in_command_panel\n  }\n'), ""))
     found = changes(OFFICE, text)
     assert codes(found) == [("step.removed", True)]
     assert (found[0].workflow, found[0].step) == ("office_default", "backlog")
@@ -155,7 +156,7 @@ def test_reordered_transitions_are_a_move() -> None:
 def test_handlers_added_and_removed() -> None:
     text = edited(("    on on_comment { queue_run(target: primary, reason: \"task_comment\") }\n  }\n}",
                    "  }\n}"),
-                  ("    stage custom\n  }", "    stage custom\n    on on_heartbeat { queue_run }\n  }"))
+                  ("    show_in_command_panel\n  }", "    show_in_command_panel\n    on on_heartbeat { queue_run }\n  }"))
     found = [(c.code, c.step, c.trigger) for c in changes(OFFICE, text)]
     assert ("handler.removed", "done", "on_comment") in found
     assert ("handler.added", "backlog", "on_heartbeat") in found

@@ -14,7 +14,8 @@ from interlock.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 OFFICE = (ROOT / "examples" / "office_default.wf").read_text(encoding="utf-8")
-BACKLOG = '  step backlog "Backlog" {\n    position 0\n    manual_move\n    stage custom\n  }\n'
+BACKLOG = ('  step backlog "Backlog" {\n    position 0\n    manual_move\n    stage custom\n'
+           '    color "bg-neutral-400"\n    show_in_command_panel\n  }\n')
 
 
 def _git(root: Path, *args: str) -> None:

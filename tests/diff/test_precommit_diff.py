@@ -23,7 +23,8 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 HOOK_ID = "interlock-diff"
 OFFICE = (REPO / "examples" / "office_default.wf").read_text(encoding="utf-8")
-BACKLOG = '  step backlog "Backlog" {\n    position 0\n    manual_move\n    stage custom\n  }\n'
+BACKLOG = ('  step backlog "Backlog" {\n    position 0\n    manual_move\n    stage custom\n'
+           '    color "bg-neutral-400"\n    show_in_command_panel\n  }\n')
 INSTALL_TIMEOUT = 600
 RUN_TIMEOUT = 120
 
