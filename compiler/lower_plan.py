@@ -10,6 +10,7 @@ host-inline halves by the entry policy.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from interlock import __version__
@@ -146,7 +147,7 @@ def agent_profile(value: object) -> P.AgentProfile | None:
     return None
 
 
-def _step_metadata(flags: set[str], settings: dict[str, Any]) -> dict[str, Any]:
+def _step_metadata(flags: Collection[str], settings: Mapping[Any, Any]) -> dict[str, Any]:
     hours = settings.get("auto_archive_after_hours")
     return {"description": _text(settings.get("description")), "color": _text(settings.get("color")),
             "show_in_command_panel": "show_in_command_panel" in flags,

@@ -77,7 +77,7 @@ def read_yaml(text: str) -> YNode:
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise YamlError(f"the document is larger than {MAX_BYTES:,} bytes (the seed's import limit): refused")
     yaml = YAML(typ="safe", pure=True)
-    yaml.version = (1, 2)  # type: ignore[assignment]
+    yaml.version = (1, 2)
     try:
         depth = 0
         for event in yaml.parse(text):

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         exported = export_program(module, result.plan, args.format)
         diagnostics += exported.diagnostics
         if not exported.errors:
-            docs = exported.data if isinstance(exported.data, list) else [exported.data]
+            docs = exported.data if isinstance(exported.data, list) else [exported.data or {}]
             if args.format == "portable" or len(docs) == 1:
                 if folder is not None:
                     name = docs[0]["id"] if args.format == "template" else Path(shown).stem
