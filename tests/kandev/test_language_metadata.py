@@ -32,12 +32,6 @@ FULL = '''workflow w "W" {
 '''
 
 
-def compiled(text: str) -> object:
-    result = compile_bytes("m.wf", text.encode())
-    assert not result.errors, [d.message for d in result.diagnostics]
-    return result.plan
-
-
 def test_metadata_lands_in_the_plan() -> None:
     result = compile_bytes("m.wf", FULL.encode())
     assert result.plan is not None and not result.errors
