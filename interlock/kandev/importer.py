@@ -50,9 +50,10 @@ def wf_ident(raw: str) -> str:
     return "id_" + re.sub(r"[^A-Za-z0-9_-]", "_", raw)
 
 
-def _slug(name: str) -> str:
+def _slug(name: str, prefix: str = "step") -> str:
+    """A portable name as an id: lower-cased, runs of other characters as `-`; `PREFIX-` before a leading digit."""
     slug = re.sub(r"[^a-z0-9_]+", "-", name.strip().lower()).strip("-")
-    return slug if slug and not slug[0].isdigit() else f"step-{slug}" if slug else "step"
+    return slug if slug and not slug[0].isdigit() else f"{prefix}-{slug}" if slug else prefix
 
 
 def _text(value: str, indent: str) -> str:
@@ -177,7 +178,7 @@ class _Reader:
             if not title:
                 self.report("format-invalid", node, "a portable workflow needs a `name`")
                 title = "workflow"
-            wid = _slug(title).replace("step", "workflow", 1) if _slug(title).startswith("step") else _slug(title)
+            wid = _slug(title, "workflow")
             base, n = wid, 2
             while taken is not None and wid in taken:
                 wid, n = f"{base}-{n}", n + 1
