@@ -97,3 +97,19 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["export", str(two)]) == 2
     assert main(["export", str(two), "-o", str(tmp_path), "-q"]) == 0
     assert sorted(p.name for p in tmp_path.glob("*.yml")) == ["a.yml", "b.yml"]
+
+
+def test_export_reads_standard_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    wf = b'workflow w "W" {\n  step a {\n    start\n    color "bg-red-500"\n  }\n}\n'
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(wf)))
+    assert main(["export", "-", "-q"]) == 0
+    out, _ = capsys.readouterr()
+    assert data(out) == {"id": "w", "name": "W", "steps": [{"id": "a", "name": "a", "position": 0,
+                                                           "color": "bg-red-500", "is_start_step": True}]}
+
+
+def test_import_of_a_multi_workflow_document_to_stdout_is_one_wf(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", str(PORTABLE)]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("role release_captain\n") and out.count("\nworkflow ") == 2
+    assert "note[KV010]" in err
