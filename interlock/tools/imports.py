@@ -22,8 +22,9 @@ DESCRIPTION = "\n\n".join(textwrap.fill(p, 88) for p in (
     "checked too.",
     "`-` reads standard input. Diagnostics go to standard output, or to standard error when the `.wf` does."))
 EPILOG = textwrap.fill(
-    "Exit status: 0 imported and checks clean; 1 errors were reported (the `.wf` is still written unless the YAML "
-    "could not be read); 2 usage or input error (a missing file, an unusable -o).", 88)
+    "Exit status: 0 imported and checks clean (warnings and notes may be shown); 1 errors were reported and "
+    "nothing was written (a partial import, e.g. a move without its malformed guard, is never written); 2 usage "
+    "or input error (a missing file, an unusable -o).", 88)
 
 FORMATS = ("full", "concise", "json", "sarif", "github")
 
@@ -95,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
             checked = compile_bytes(name, wf.encode(), want_plan=False)
             diagnostics += checked.diagnostics
             sources.update(checked.sources)
+    if any(d.is_error for d in diagnostics):
+        written = []  # a partial import (a move without its malformed guard, say) is never written
     report = sys.stderr if written and target is None and folder is None else sys.stdout
     for name, wf in written:
         if name == "<stdout>.wf":

@@ -113,3 +113,24 @@ def test_import_of_a_multi_workflow_document_to_stdout_is_one_wf(capsys: pytest.
     out, err = capsys.readouterr()
     assert out.startswith("role release_captain\n") and out.count("\nworkflow ") == 2
     assert "note[KV010]" in err
+
+
+MALFORMED_GUARD = ("id: w\nname: W\nsteps:\n  - id: a\n    name: A\n    position: 0\n    is_start_step: true\n"
+                   "    events:\n      on_turn_complete:\n        - type: move_to_step\n          config:\n"
+                   "            step_id: done\n            wait_for_quorum: {role: reviewer}\n"
+                   "  - id: done\n    name: Done\n    position: 1\n")
+
+
+@pytest.mark.parametrize("to", ["file", "folder", "stdout"])
+def test_an_import_with_errors_writes_nothing(to: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The seed runs a move whose guard is malformed as an unguarded move; a partial import would write exactly that.
+    src = tmp_path / "t.yml"
+    src.write_text(MALFORMED_GUARD)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    args = {"file": ["-o", str(out_dir / "w.wf")], "folder": ["-o", str(out_dir)], "stdout": []}[to]
+    assert main(["import", str(src), "--format", "concise", *args]) == 1
+    out, err = capsys.readouterr()
+    assert "error[KV007]" in out + err
+    assert "move_to_step" not in out  # no .wf on standard output
+    assert list(out_dir.iterdir()) == []
