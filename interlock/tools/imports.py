@@ -110,4 +110,8 @@ def run(args: argparse.Namespace) -> int:
              quiet=args.quiet)
     if text is None:
         return 1
-    return 1 if any(d.is_error for d in diagnostics) else 0
+    if any(d.is_error for d in diagnostics):
+        if not args.quiet:
+            print("nothing written: fix the errors above and import again", file=report)
+        return 1
+    return 0
