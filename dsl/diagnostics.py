@@ -92,6 +92,8 @@ _TABLE: tuple[CodeInfo, ...] = (
                                              "twice, or two quorums joined with `and`"),
     CodeInfo("IL014", "misplaced-entry-block", _E, "an `entry { … }` block inside a workflow or step"),
     CodeInfo("IL015", "missing-comma", _E, "two items of a list (arguments, parameters, values) without a `,`"),
+    CodeInfo("IL016", "block-string-indent", _E, "a line of a `\"\"\"` block string indented less than its "
+                                                 "closing `\"\"\"`, or the closing `\"\"\"` not on a line of its own"),
     # -- names ------------------------------------------------------------------
     CodeInfo("IL101", "unknown-action-kind", _E, "an action names no declared kind"),
     CodeInfo("IL102", "unknown-parameter", _E, "a named argument the kind does not declare"),

@@ -277,7 +277,7 @@ class Lowering:
         if bad is not None:
             start = (tok.start_pos or 0) + bad
             self.diagnostics.append(make(
-                "invalid-escape", self.source.span(start, start + 1),
+                "block-string-indent", self.source.span(start, start + 1),
                 "a block-string line is not indented like its closing `\"\"\"`",
                 help='indent every line of the text at least as far as the closing `"""`, which must be on a line '
                      'of its own'))

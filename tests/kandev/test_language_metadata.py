@@ -77,7 +77,7 @@ def test_bad_metadata_is_reported(item: str, message: str) -> None:
 def test_a_badly_indented_block_string_line_is_located() -> None:
     text = 'workflow w {\n  step a {\n    start\n    prompt """\n      ok\n    bad\n      """\n  }\n}\n'
     result = compile_bytes("m.wf", text.encode())
-    assert [(d.code, d.span.line) for d in result.diagnostics] == [("IL007", 6)]
+    assert [(d.code, d.span.line) for d in result.diagnostics] == [("IL016", 6)]
 
 
 def test_the_fixed_syntax_still_reads_as_before() -> None:
