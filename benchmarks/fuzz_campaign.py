@@ -7,7 +7,7 @@ Inputs come in fixed-size chunks, each a deterministic function of (seed, chunk 
 and the code under test (hypothesis mixes the project's own constants into its draws), so
 a run is reproducible and any input can be regenerated from its index:
 
-- grammar-aware text from the hypothesis strategies in `tests/property/wf_strategies.py`
+- grammar-aware text from the hypothesis strategies in `tests/support/wf_strategies.py`
   (`programs()`: any syntactically valid file; `valid_programs()`: files that pass every
   check and compile to a plan), drawn through `@given` with a fixed `@seed` per chunk;
 - `valid_programs()` output after a few random byte edits, which reaches the later passes;
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-PROPERTY_TESTS = ROOT / "tests" / "property"
+PROPERTY_TESTS = ROOT / "tests"  # holds the shared helpers: support.wf_strategies
 CHUNK = 1000
 # Shares of each chunk, in percent; the rest are mutated examples.  Drawing a valid program
 # costs far more than compiling it, so each one is also mutated a few times.
@@ -67,7 +67,7 @@ def tight_limits(rng: random.Random) -> dict[str, int]:
 def _strategies() -> Any:
     if str(PROPERTY_TESTS) not in sys.path:
         sys.path.insert(0, str(PROPERTY_TESTS))
-    import wf_strategies
+    from support import wf_strategies
 
     _load_interlock()
     return wf_strategies

@@ -1,29 +1,22 @@
 """Property tests of the comparison: a plan diffed with itself is empty, and after random edits with known ids the
 diff names every edited id — and nothing outside what was edited.
 
-Programs come from `valid_programs()` in tests/property/wf_strategies.py (imported by name, as
+Programs come from `valid_programs()` in tests/support/wf_strategies.py (imported by name, as
 tests/property/test_dsl_properties.py does); the edits are made on the compiled plan, so each one's id is known.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
+from support.wf_strategies import valid_programs
 
 from interlock.compiler import compile_source
 from interlock.compiler.diff import Change, diff_plans
 from interlock.dsl import SourceFile
 from interlock.runtime.plan import Plan, PlanParam, PlanStep, PlanWorkflow, SourceRef
-
-PROPERTY = Path(__file__).resolve().parents[1] / "property"
-if str(PROPERTY) not in sys.path:
-    sys.path.insert(0, str(PROPERTY))  # the shared generators, imported by name
-
-from wf_strategies import valid_programs  # noqa: E402
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

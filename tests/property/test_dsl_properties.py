@@ -2,7 +2,7 @@
 compiler raise, deep nesting is refused quickly, and plan JSON round-trips and refuses tampering.
 
 The generators (`programs()`, `valid_programs()`, `mutated_examples()`) live in
-`wf_strategies.py` next to this file, shared with the fuzz campaign
+`support/wf_strategies.py`, shared with the fuzz campaign
 (`benchmarks/fuzz_campaign.py`).  Profiles (`ci`, `campaign`) live in this folder's conftest.py.
 """
 
@@ -20,19 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
-
-from interlock.compiler import compile_bytes, compile_source
-from interlock.dsl import SourceFile, ir, parse_source
-from interlock.dsl.printer import format_module
-from interlock.dsl.render import render_concise
-from interlock.dsl.source import Span
-from interlock.runtime.plan import PLAN_VERSION, Plan, PlanError, dump_plan, load_plan, plan_digest
-
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))  # the shared generators, imported by name
-
-from wf_strategies import (  # noqa: E402
+from support.wf_strategies import (
     ALL_FILES,
     EXAMPLE_FILES,
     KEYWORDS,
@@ -45,6 +33,13 @@ from wf_strategies import (  # noqa: E402
     valid_programs,
     values,
 )
+
+from interlock.compiler import compile_bytes, compile_source
+from interlock.dsl import SourceFile, ir, parse_source
+from interlock.dsl.printer import format_module
+from interlock.dsl.render import render_concise
+from interlock.dsl.source import Span
+from interlock.runtime.plan import PLAN_VERSION, Plan, PlanError, dump_plan, load_plan, plan_digest
 
 # ---- helpers -------------------------------------------------------------------------------------
 

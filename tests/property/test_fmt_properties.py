@@ -9,30 +9,23 @@
 
 Wrapping at the width is pinned by the golden pairs (tests/golden/fmt/) and tests/dsl/test_format.py.
 
-The generators are the grammar-aware ones of `wf_strategies.py`.
+The generators are the grammar-aware ones of `support/wf_strategies.py`.
 """
 
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 from typing import Any
 
 from hypothesis import given, note
 from hypothesis import strategies as st
+from support.wf_strategies import decls, programs, valid_programs
 
 from interlock.compiler import compile_source
 from interlock.dsl import SourceFile
 from interlock.dsl.format import format_source
 from interlock.dsl.parser import parse_concrete
 from interlock.runtime.plan import dump_plan
-
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))  # the shared generators, imported by name
-
-from wf_strategies import decls, programs, valid_programs  # noqa: E402
 
 _NUMBERED = re.compile(r"# c(\d+)$")
 _BLOCK = re.compile(r'"""[ \t]*\n(?:[^"]|"(?!""))*"""')

@@ -58,10 +58,7 @@ def _hostile() -> ModuleType:
 def _hostile_cases() -> list[tuple[str, bytes]]:
     import json
 
-    here = ROOT / "benchmarks"
-    if str(here) not in sys.path:
-        sys.path.insert(0, str(here))
-    import fuzz_hostile as h
+    h = _hostile()
 
     cases = [("hostile-fs", json.dumps({"case": c, "n": 1100}).encode()) for c in h._FS_CASES]
     cases += [("hostile-yaml", json.dumps({"case": c, "n": 5000}).encode()) for c in h._YAML_CASES]

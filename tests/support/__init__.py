@@ -9,4 +9,7 @@ pyproject.toml `pythonpath`), and by name in the worker processes the concurrenc
   `benchmarks/crash_campaign.py`).
 - `op_race`: the operation-claim race worker.
 - `store_race`: the store-level race workers.
+- `wf_strategies`: grammar-aware hypothesis strategies for `.wf` programs (also drawn by
+  `benchmarks/fuzz_campaign.py`).
+- `kandev`: paths and readers for the kandev import/export tests.
 """
