@@ -169,13 +169,17 @@ def references(analysis: Analysis, where: Locator, pos: lsp.Position, include_de
 
 # ---- completion ------------------------------------------------------------------------------------
 
-_OPENER = re.compile(r"(\w+)\s*(?:\"(?:[^\"\\]|\\.)*\")?\s*$")
+_HEADERS = (("dispatch", re.compile(r"\bdispatch\s+(\w+)")), ("workflow", re.compile(r"\bworkflow\s+(\w+)")),
+            ("step", re.compile(r"\bstep\s+(\w+)")), ("record", re.compile(r"\brecord\s+(\w+)")),
+            ("entry", re.compile(r"\bentry\s*()$")), ("on", re.compile(r"\bon\s+(\w+)\s*$")))
 
 
 def _enclosing(text: str, offset: int) -> list[tuple[str, str]]:
     """The unclosed `{` blocks before `offset`, outermost first, as (keyword, name): `("workflow", "w")`,
-    `("step", "s")`, `("on", "on_enter")`, `("dispatch", "d")` (strings and comments skipped)."""
-    stack: list[int] = []
+    `("step", "s")`, `("on", "on_enter")`, `("dispatch", "d")`; strings and comments skipped.  Each block is
+    named by the text between the brace before it and its own `{`."""
+    stack: list[tuple[str, str]] = []
+    last = 0  # just after the last brace
     i, n = 0, min(offset, len(text))
     while i < n:
         ch = text[i]
@@ -187,19 +191,16 @@ def _enclosing(text: str, offset: int) -> list[tuple[str, str]]:
             while i < n and text[i] != '"':
                 i += 2 if text[i] == "\\" else 1
         elif ch == "{":
-            stack.append(i)
-        elif ch == "}" and stack:
-            stack.pop()
+            head = re.sub(r'"(?:[^"\\]|\\.)*"', "", text[last:i])
+            head = re.sub(r"#[^\n]*", "", head)
+            stack.append(next(((kw, m.group(1)) for kw, rx in _HEADERS if (m := rx.search(head))), ("", "")))
+            last = i + 1
+        elif ch == "}":
+            if stack:
+                stack.pop()
+            last = i + 1
         i += 1
-    out = []
-    for start in stack:
-        head = text[max(0, text.rfind("\n", 0, start) - 200):start]
-        m = re.search(r"\b(workflow|step|on|dispatch|entry|record)\s*(\w*)\s*(?:\"(?:[^\"\\]|\\.)*\")?\s*$", head)
-        if m:
-            out.append((m.group(1), m.group(2)))
-        else:
-            out.append(("", ""))
-    return out
+    return stack
 
 
 def _items(names: object, kind: lsp.CompletionItemKind, detail: str | None = None) -> list[lsp.CompletionItem]:
@@ -238,7 +239,7 @@ def completion(analysis: Analysis, text: str, pos: lsp.Position, encoding: str) 
     if re.search(r"\bpull_from\s+\w*$", prefix):
         return steps()
     if m := re.search(r"\b(\w+)\.(\w*)$", prefix):
-        record = _record_of(analysis, m.group(1), dispatch)
+        record = _record_of(analysis, m.group(1), dispatch, text)
         fields = symbols.record_fields(record) if record else None
         return _items(list(fields or {}), K.Field, f"field of {record}")
     if m := re.search(r"\b(\w+)\(([^()]*)$", prefix):
@@ -275,7 +276,7 @@ def completion(analysis: Analysis, text: str, pos: lsp.Position, encoding: str) 
     return _items(KEYWORDS, K.Keyword)
 
 
-def _record_of(analysis: Analysis, name: str, dispatch: str | None) -> str | None:
+def _record_of(analysis: Analysis, name: str, dispatch: str | None, text: str) -> str | None:
     symbols = analysis.symbols
     assert symbols is not None
     for d in symbols.dispatches:
@@ -286,6 +287,10 @@ def _record_of(analysis: Analysis, name: str, dispatch: str | None) -> str | Non
                 return it.record.name
             if isinstance(it, ir.LoadItem) and it.name.name == name and it.loader.name in symbols.records:
                 return it.loader.name
+    if name == "event" and dispatch is not None:  # a block being typed (not in the last analysis that parsed)
+        m = re.search(rf"\bdispatch\s+{re.escape(dispatch)}\b[^{{]*\{{[^}}]*?\bevent\s+(\w+)", text)
+        if m:
+            return m.group(1)
     return name if name in symbols.records else None
 
 

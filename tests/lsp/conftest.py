@@ -84,5 +84,9 @@ async def session(profile: str = "visual-studio-code", encoding: str | None = No
         state.encoding = str(result.capabilities.position_encoding or "utf-16")
         yield state
         await client.shutdown_session()
+    except BaseException:
+        if client._server is not None and client._server.returncode is None:
+            client._server.kill()  # a failed test must not wait for a shutdown that never comes
+        raise
     finally:
         await client.stop()
