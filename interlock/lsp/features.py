@@ -31,7 +31,7 @@ KEYWORDS = ("workflow", "step", "on", "use", "trigger", "role", "record", "sessi
             "operation", "payload", "stage", "start", "manual_move", "terminal", "position", "prompt", "wip_limit",
             "pull_from", "hidden", "description", "agent_profile", "auto_archive_after_hours", "and", "or", "not",
             "missing", "error", "warning", "info", "debug", "silent")
-IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")  # the grammar's NAME
 THRESHOLD_HELP = {
     "all_approve": "every seat of the role approved", "all_decide": "every seat of the role decided",
     "majority_approve": "more than half of the role's seats approved", "any_reject": "at least one seat rejected",
