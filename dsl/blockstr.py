@@ -36,9 +36,12 @@ def decode(token: str) -> tuple[str, int | None]:
 
 
 def can_encode(text: str) -> bool:
-    """Whether `text` has a block form: it ends with a line break and holds no `\"\"\"`, CR or other control character."""
+    """Whether `text` has a block form: it ends with a line break, holds no `\"\"\"`, CR or other control character,
+    and no line ends in whitespace, Unicode's included (the printed block would carry trailing whitespace, which editors and
+    formatters strip, changing the text)."""
     return (text.endswith("\n") and DELIM not in text
-            and all(c in "\n\t" or (c >= " " and c != "\x7f") for c in text))
+            and all(c in "\n\t" or (c >= " " and c != "\x7f") for c in text)
+            and all(line == line.rstrip() for line in text.split("\n")))
 
 
 def encode(text: str, indent: str) -> str:

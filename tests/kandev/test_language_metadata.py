@@ -86,3 +86,18 @@ def test_the_fixed_syntax_still_reads_as_before() -> None:
     step = plan.workflows[0].steps[0]
     assert (step.start, step.manual_move, step.prompt, step.color, step.show_in_command_panel) == \
         (True, True, "p", None, False)
+
+
+@pytest.mark.parametrize("line", [" ", "ends in a space ", "a tab\t", "\u00a0", "em space\u2003"])
+def test_a_text_with_trailing_whitespace_on_a_line_is_printed_quoted_and_kept(line: str) -> None:
+    # A block string would carry the whitespace at a line's end, which editors and formatters strip.
+    text = f'workflow w {{ step a {{ start prompt """\n  {line}\n  next\n  """ }} }}\n'
+    module, diagnostics = parse_bytes("t.wf", text.encode())
+    assert not diagnostics and module is not None
+    printed = format_module(module)
+    assert all(row == row.rstrip() for row in printed.splitlines())
+    again, diagnostics = parse_bytes("t.wf", printed.encode())
+    assert not diagnostics and again is not None
+    (step,) = again.decls[0].steps  # type: ignore[union-attr]
+    (prompt,) = [s for s in step.settings if s.name == "prompt"]
+    assert prompt.value.value == f"{line}\nnext\n"  # type: ignore[union-attr]
