@@ -100,7 +100,7 @@ async def _session(text: str, path: Path, repeat: int) -> dict[str, Any]:
             await call
             requests[name].append(time.perf_counter() - t)
     await client.shutdown_session()
-    await client.stop()
+    await client.stop()  # type: ignore[no-untyped-call]
     return {"initialize": initialize, "diagnostics": diag, **requests}
 
 

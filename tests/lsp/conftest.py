@@ -89,4 +89,4 @@ async def session(profile: str = "visual-studio-code", encoding: str | None = No
             client._server.kill()  # a failed test must not wait for a shutdown that never comes
         raise
     finally:
-        await client.stop()
+        await client.stop()  # type: ignore[no-untyped-call]

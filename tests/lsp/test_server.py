@@ -4,6 +4,7 @@ every feature, the debounce and version order, and each position encoding."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -307,7 +308,7 @@ async def test_rename(good: Path) -> None:
         assert edit is not None and edit.changes is not None and len(edit.changes[uri]) == 2
 
 
-def apply(text: str, edits: list[lsp.TextEdit]) -> str:
+def apply(text: str, edits: Sequence[lsp.TextEdit]) -> str:
     lines = text.splitlines(keepends=True)
     offsets = [0]
     for line in lines:
