@@ -26,6 +26,11 @@ from .convert import Locator, to_lsp_diagnostic
 __all__ = ["DEBOUNCE", "InterlockServer", "make_server"]
 
 DEBOUNCE = 0.1
+WORKSPACE_FILES = 2_000
+"""At most this many `.wf` files of the workspace folders are read for workspace symbols."""
+WORKSPACE_FILE_BYTES = 1 << 20
+SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "build", "dist", "venv"})
+"""Folders (besides hidden ones, such as `.git` and `.venv`) never searched for `.wf` files."""
 log = logging.getLogger("interlock.lsp")
 
 
@@ -44,6 +49,7 @@ class InterlockServer(LanguageServer):
         self.analyses: dict[str, Analysis] = {}
         self.good: dict[str, Analysis] = {}  # the last analysis that parsed (completion while typing)
         self.pending: dict[str, asyncio.Task[None]] = {}
+        self.on_disk: dict[str, tuple[tuple[int, int], Analysis]] = {}  # uri -> ((mtime_ns, size), analysis)
         self.fault = os.environ.get("INTERLOCK_LSP_FAULT")  # tests: the request that fails once
 
     @property
@@ -98,6 +104,51 @@ class InterlockServer(LanguageServer):
             self.publish(uri)
         except Exception:  # a fault in the compiler must not stop the server
             log.exception("checking %s failed", uri)
+
+    def workspace_files(self) -> list[tuple[str, Path]]:
+        """The `.wf` files under the workspace folders that are not open, as (uri, path), in a stable order."""
+        roots = [p for f in self.workspace.folders.values() if (p := path_of(f.uri)) is not None]
+        if not roots and self.workspace.root_path:
+            roots = [Path(self.workspace.root_path)]
+        seen = set(self.workspace.text_documents)
+        out: list[tuple[str, Path]] = []
+        for root in roots:
+            for folder, subfolders, names in os.walk(root):  # links to folders are not followed
+                subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in SKIPPED_FOLDERS)
+                for name in sorted(names):
+                    if not name.endswith(".wf"):
+                        continue
+                    path = Path(folder) / name
+                    uri = path.as_uri()
+                    if uri not in seen:
+                        seen.add(uri)
+                        out.append((uri, path))
+                        if len(out) >= WORKSPACE_FILES:
+                            return out
+        return out
+
+    def analysis_on_disk(self, uri: str, path: Path) -> Analysis | None:
+        """The analysis of a file that is not open, cached until the file changes; None for what is not a
+        regular UTF-8 file of at most `WORKSPACE_FILE_BYTES`."""
+        import stat
+
+        try:
+            st = path.lstat()
+        except OSError:
+            return None
+        key = (st.st_mtime_ns, st.st_size)
+        cached = self.on_disk.get(uri)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        if not stat.S_ISREG(st.st_mode) or st.st_size > WORKSPACE_FILE_BYTES:
+            return None
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        analysis = analyse(str(path), text, None, path)
+        self.on_disk[uri] = (key, analysis)
+        return analysis
 
     def dependents(self, uri: str) -> list[str]:
         """Open documents that `use` the file at `uri` (re-checked when it changes)."""
@@ -186,6 +237,10 @@ def make_server() -> InterlockServer:
     @server.feature(lsp.WORKSPACE_SYMBOL)
     def workspace_symbol(ls: InterlockServer, params: lsp.WorkspaceSymbolParams) -> list[lsp.SymbolInformation]:
         found = [(ls.current(uri), ls.locator(uri)) for uri in list(ls.workspace.text_documents)]
+        for uri, path in ls.workspace_files():  # the workspace's other files, as saved
+            analysis = ls.analysis_on_disk(uri, path)
+            if analysis is not None:
+                found.append((analysis, Locator(analysis, uri, ls.encoding)))
         return features.workspace_symbols(found, params.query)
 
     @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)

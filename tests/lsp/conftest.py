@@ -58,7 +58,7 @@ class Session:
 
 @contextlib.asynccontextmanager
 async def session(profile: str = "visual-studio-code", encoding: str | None = None,
-                  env: dict[str, str] | None = None) -> AsyncIterator[Session]:
+                  env: dict[str, str] | None = None, root: Path | None = None) -> AsyncIterator[Session]:
     import os
 
     client = make_test_lsp_client()
@@ -79,8 +79,9 @@ async def session(profile: str = "visual-studio-code", encoding: str | None = No
 
     await client.start_io(INTERLOCK, "lsp", env={**os.environ, **(env or {})})
     try:
-        result = await client.initialize_session(lsp.InitializeParams(capabilities=capabilities,
-                                                                      root_uri=None, process_id=None))
+        result = await client.initialize_session(lsp.InitializeParams(
+            capabilities=capabilities, root_uri=None if root is None else root.as_uri(), process_id=None,
+            workspace_folders=None if root is None else [lsp.WorkspaceFolder(uri=root.as_uri(), name=root.name)]))
         state.encoding = str(result.capabilities.position_encoding or "utf-16")
         yield state
         await client.shutdown_session()

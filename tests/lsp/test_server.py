@@ -285,6 +285,24 @@ async def test_symbols(good: Path) -> None:
         assert found is not None and [x.name for x in found] == ["review"]
 
 
+async def test_workspace_symbols_cover_the_workspaces_files_that_are_not_open(tmp_path: Path) -> None:
+    (tmp_path / "open.wf").write_text('workflow opened "O" { step inbox "I" { start } }\n')
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "closed.wf").write_text('workflow shut "S" { step review_queue "R" { start } }\n')
+    (tmp_path / ".hidden").mkdir()  # hidden folders (.git, .venv) are not searched
+    (tmp_path / ".hidden" / "x.wf").write_text('workflow ghost "G" { step review_ghost "R" { start } }\n')
+    async with session(root=tmp_path) as s:
+        uri = s.open(tmp_path / "open.wf")
+        await s.diagnostics(uri, 1)
+        found = await s.client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="review"))
+        assert found is not None
+        assert [(x.name, x.container_name, x.location.uri) for x in found] == [  # type: ignore[union-attr]
+            ("review_queue", "shut", (tmp_path / "sub" / "closed.wf").as_uri())]
+        (tmp_path / "sub" / "closed.wf").write_text('workflow shut "S" { step review_later_on "R" { start } }\n')
+        found = await s.client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="review"))
+        assert found is not None and [x.name for x in found] == ["review_later_on"]  # re-read once changed (its size changed too)
+
+
 async def test_rename(good: Path) -> None:
     async with session() as s:
         uri = s.open(good)
