@@ -34,7 +34,8 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     parser = argparse.ArgumentParser(
         prog="interlock",
         description="Typed workflow rules for agent/task orchestrators: check, compile, format, draw and diff `.wf` "
-                    "files, simulate scenarios, and keep the runtime's database.",
+                    "files, import and export the seed system's YAML, serve editors (a language server), simulate "
+                    "scenarios, and keep the runtime's database.",
         epilog="Exit status: 0 clean, 1 problems found, 2 usage or internal error.",
     )
     parser.add_argument("--version", action="version", version=f"interlock {__version__}",
