@@ -1,9 +1,9 @@
 """One document's text in, its analysis out: the compiler's diagnostics plus the program and symbol
 table the requests read (hover, definition, completion never recompile).
 
-`analyse` runs the same pipeline as `compile_source` (load the program, collect symbols, the ordered
-passes; the same diagnostics, sorted the same way) but keeps the program and symbols and skips
-lowering to a plan, which no editor feature needs.
+`analyse` runs `interlock.compiler.check_program`, the front half of `compile_source` (the same
+diagnostics, sorted the same way), and keeps the program and symbols; it skips lowering to a plan,
+which no editor feature needs.
 """
 
 from __future__ import annotations
@@ -54,23 +54,13 @@ def prelude_path() -> Path:
 
 def analyse(name: str, text: str, version: int | None, path: Path | None) -> Analysis:
     """Check `text` as the file `name` (on disk at `path`, whose folder resolves `use`)."""
-    from interlock.compiler.context import Context
-    from interlock.compiler.passes import PASSES
-    from interlock.compiler.program import load_program
-    from interlock.compiler.symbols import collect_symbols, suggestion_budget
+    from interlock.compiler import check_program
     from interlock.dsl import SourceFile
-    from interlock.dsl.diagnostics import sort_key
 
-    source = SourceFile(name, text)
     search = path.parent if path is not None else None
-    program, diagnostics = load_program(source, search_dir=search, main_path=path)
+    checked = check_program(SourceFile(name, text), search_dir=search, main_path=path)
+    program = checked.program
     if program is None:
-        return Analysis(name, version, source, tuple(sorted(diagnostics, key=sort_key)))
-    symbols, found = collect_symbols(program)
-    diagnostics.extend(d for d in found if program.is_user(d.file))
-    ctx = Context(program, symbols)
-    with suggestion_budget():
-        for check in PASSES:
-            diagnostics.extend(check(ctx))
+        return Analysis(name, version, checked.source, checked.diagnostics)
     used = frozenset(n for n in program.sources if n != name and program.is_user(n))
-    return Analysis(name, version, source, tuple(sorted(diagnostics, key=sort_key)), program, symbols, used)
+    return Analysis(name, version, checked.source, checked.diagnostics, program, checked.symbols, used)
