@@ -242,26 +242,29 @@ class Arrivals:
 
     def arrived(self, ledger: LedgerRow | None, task_id: str, from_step: str | None, session_id: str | None,
                 dispatch: bool = True, entered: Entered | None = None,
-                counts: tuple[str, ...] = ARRIVAL) -> ArrivalResult:
-        """An arrival committed: its record, its counters, its entry, its result."""
+                counts: tuple[str, ...] = ARRIVAL, destination: PlanStep | None = None) -> ArrivalResult:
+        """An arrival committed: its record, its counters, its entry, its result.  `destination`: the step the row
+        names, when the caller has it."""
         if ledger is None:
             return ArrivalResult("same_step", task_id, from_step, from_step)
         rec = self.recorder
         if rec.active:
             rec.emit("arrival", "info", task=task_id, **{"from": ledger.from_step_id}, to=ledger.to_step_id,
                      ledger_id=ledger.id, route=ledger.route, workflow=ledger.to_workflow_id, session=session_id)
-        rec.counters.add_each(counts)
         live = session_id is not None or (self.session_live is not None and self.session_live(task_id))
         entry: EntryResult | None
         if entered is not None:
+            rec.counters.add_each(counts)
             entry = self.entry.report(ledger, entered.step, live, entered.ran)
         elif not dispatch:
+            rec.counters.add_each(counts)
             entry = None
         else:
-            step = self.index.steps.get((ledger.to_workflow_id or "", ledger.to_step_id or ""))
+            step = destination or self.index.steps.get((ledger.to_workflow_id or "", ledger.to_step_id or ""))
             if step is not None and not step.entry_dispatch:  # the common case of a transition: nothing to enter
-                entry = self.entry.enter_empty(ledger, step, live)
+                entry = self.entry.enter_empty(ledger, step, live, counts)  # its counters with the entry's
             else:
+                rec.counters.add_each(counts)
                 entry = self.entry.enter(ledger, session_live=live)
         return _arrival("moved", task_id, ledger.from_step_id, ledger.to_step_id, ledger.id, entry)
 

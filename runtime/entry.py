@@ -43,6 +43,9 @@ run again (docs/runtime.md §1: only positions without a marker run), and its ou
 
 NO_EXECUTOR = "no executor"
 
+ENTERED: tuple[str, ...] = ("entries_dispatched",)
+"""The counters an entry that dispatched adds."""
+
 _entry_record = builder(EntryRecord)  # the hot paths' constructors (frozen.builder: ADR 0027's ablation)
 _entry_result = builder(EntryResult)
 
@@ -127,16 +130,21 @@ class EntryDispatch:
         except StoreError as exc:
             return self._incomplete(row, exc)
 
-    def enter_empty(self, row: LedgerRow, step: PlanStep, session_live: bool) -> EntryResult:
-        """An entry with nothing to dispatch: its record alone."""
+    def enter_empty(self, row: LedgerRow, step: PlanStep, session_live: bool,
+                    arrival_counts: tuple[str, ...] = ()) -> EntryResult:
+        """An entry with nothing to dispatch: its record alone.  `arrival_counts`: the counters of the arrival that
+        led here, added with the entry's in one step."""
         assert row.to_workflow_id is not None and row.to_step_id is not None
         try:
-            if not self.store.record_entry(_entry_record(row.id, row.task_id, row.to_workflow_id, row.to_step_id,
-                                                         ())):
-                return self.redelivered(row)
+            recorded = self.store.record_entry(_entry_record(row.id, row.task_id, row.to_workflow_id, row.to_step_id,
+                                                             ()))
         except StoreError as exc:
+            self.recorder.counters.add_each(arrival_counts)
             return self._incomplete(row, exc)
-        return self.report(row, step, session_live, NOTHING_RAN)
+        if not recorded:
+            self.recorder.counters.add_each(arrival_counts)
+            return self.redelivered(row)
+        return self.report(row, step, session_live, NOTHING_RAN, arrival_counts + ENTERED)
 
     # ---- the one algorithm -------------------------------------------------------------------------------------
     def run(self, store: Store, row: LedgerRow, task: TaskState, step: PlanStep, mode: Mode, *,
@@ -252,15 +260,16 @@ class EntryDispatch:
             store.finish_marker(entry_id, position, "failed", error)
 
     # ---- what an entry says -------------------------------------------------------------------------------------
-    def report(self, row: LedgerRow, step: PlanStep | None, session_live: bool, ran: Ran) -> EntryResult:
-        """An entry whose record is written (and committed): its records, in order, and its result.  `step` None:
-        a step the plan does not know."""
+    def report(self, row: LedgerRow, step: PlanStep | None, session_live: bool, ran: Ran,
+               counts: tuple[str, ...] = ENTERED) -> EntryResult:
+        """An entry whose record is written (and committed): its records, in order, its counters (`counts`) and its
+        result.  `step` None: a step the plan does not know."""
         rec = self.recorder
         if step is not None and session_live and step.entry_inline:
             self._inline(row, step)
         if ran is not NOTHING_RAN:
             ran.deferred.flush(rec)
-        rec.counters.add("entries_dispatched")
+        rec.counters.add_each(counts)
         if rec.active:
             rec.emit("entry", "info", task=row.task_id, step=step.id if step is not None else row.to_step_id,
                      entry_id=row.id, attempted=list(ran.attempted),

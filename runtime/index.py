@@ -28,7 +28,8 @@ class Handler:
     kinds (the pre-dispatch walk's list).  `target_known` says the handler's first transition that
     needs no approval has no guard (or there is none): its `target` is then the step the task goes
     to whatever happens, no guard is evaluated, and only `runs` are walked.  `exit` is the step's own
-    `on_exit` handler, run before a transition leaves the step."""
+    `on_exit` handler, run before a transition leaves the step; `destination` the step `target` names (when
+    known)."""
 
     actions: tuple[PlanAction, ...]
     kinds: tuple[str, ...]
@@ -37,6 +38,7 @@ class Handler:
     target: str | None
     workflow_steps: tuple[str, ...]
     exit: Handler | None = None
+    destination: PlanStep | None = None
 
 
 NO_HANDLER = Handler((), (), (), True, None, ())
@@ -44,12 +46,15 @@ NO_HANDLER = Handler((), (), (), True, None, ())
 
 
 def compile_handler(actions: Sequence[PlanAction], workflow_steps: tuple[str, ...],
-                    exit: Handler | None = None) -> Handler:
+                    exit: Handler | None = None, steps: Mapping[str, PlanStep] | None = None) -> Handler:
+    """`steps`: the workflow's steps by id (the known target's `destination` is looked up there)."""
     runs = tuple(a for a in actions if a.action_class != "transition")
     first = next((a for a in actions if a.action_class == "transition" and not a.requires_approval), None)
     known = first is None or first.guard is None
-    return Handler(tuple(actions), tuple(a.kind for a in runs), runs, known,
-                   first.target_step if known and first is not None else None, workflow_steps, exit)
+    target = first.target_step if known and first is not None else None
+    destination = steps.get(target) if steps is not None and target is not None else None
+    return Handler(tuple(actions), tuple(a.kind for a in runs), runs, known, target, workflow_steps, exit,
+                   destination)
 
 
 class PlanIndex:
@@ -63,8 +68,10 @@ class PlanIndex:
         self.exits: Mapping[tuple[str, str], Handler] = {
             (wf.id, s.id): compile_handler(s.handlers[EXIT_TRIGGER], self.step_ids[wf.id])
             for wf in plan.workflows for s in wf.steps if s.handlers.get(EXIT_TRIGGER)}
+        by_id = {wf.id: {s.id: s for s in wf.steps} for wf in plan.workflows}
         self.handlers: Mapping[tuple[str, str, str], Handler] = {
-            (wf.id, s.id, trigger): compile_handler(actions, self.step_ids[wf.id], self.exits.get((wf.id, s.id)))
+            (wf.id, s.id, trigger): compile_handler(actions, self.step_ids[wf.id], self.exits.get((wf.id, s.id)),
+                                                    by_id[wf.id])
             for wf in plan.workflows for s in wf.steps for trigger, actions in s.handlers.items()}
         self.triggers: Mapping[str, PlanTrigger] = {t.name: t for t in plan.triggers}
         self.kinds: Mapping[str, PlanKind] = {k.name: k for k in plan.kinds}

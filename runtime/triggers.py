@@ -22,7 +22,7 @@ from .frozen import builder
 from .index import Handler, PlanIndex
 from .invoker import OK, Failed, Invoker, check_effects, failed_from
 from .keys import operation_ident
-from .plan import PlanAction, value_problem
+from .plan import PlanAction, PlanStep, value_problem
 from .quorum import QuorumResult
 from .quorum import evaluate as evaluate_quorum
 from .recorder import Recorder
@@ -183,7 +183,8 @@ class TriggerDispatch:
                     self.outcome(outcome_label, trigger, "error", task.id, operation_id)
                     return FireResult("error", trigger, task.id, step_id, operation_id, ran_kinds,
                                       error=f"on_exit: {refused.reason}")
-            arrival = self._transition(task, wf_id, step_id, target, session_id, operation_id, trigger)
+            arrival = self._transition(task, wf_id, step_id, target, session_id, operation_id, trigger,
+                                       handler.destination if chosen and target == handler.target else None)
         else:
             rec.counters.add("dispatches")
             if operation_id:
@@ -193,13 +194,13 @@ class TriggerDispatch:
         return _fire_result("dispatched", trigger, task.id, step_id, operation_id, ran_kinds, arrival)
 
     def _transition(self, task: TaskState, wf_id: str, step_id: str, target: str, session_id: str | None,
-                    operation_id: str | None, trigger: str) -> ArrivalResult:
+                    operation_id: str | None, trigger: str, destination: PlanStep | None) -> ArrivalResult:
         """Move the task as an arrival, with a compare-and-swap on its step; the operation is marked in the move's
-        transaction."""
+        transaction.  `destination`: the target step, when the handler knows it."""
         task_id = task.id
         actor_kind = "agent" if session_id else "system"
         if self.arrivals.atomic:
-            destination = self.index.steps.get((wf_id, target))
+            destination = destination or self.index.steps.get((wf_id, target))
             result, entered = self.arrivals.write(
                 lambda store: (store.move_task(task_id, wf_id, target, route="engine_transition",
                                                actor_kind=actor_kind, actor_id=session_id, session_id=session_id,
@@ -212,7 +213,8 @@ class TriggerDispatch:
                                           operation_id=operation_id, operation_trigger=trigger)
             entered = None
         if result.status == "moved":  # "dispatches" counted with the arrival's counters
-            return self.arrivals.arrived(result.ledger, task_id, step_id, session_id, True, entered, TRANSITION)
+            return self.arrivals.arrived(result.ledger, task_id, step_id, session_id, True, entered, TRANSITION,
+                                         destination)
         self.recorder.counters.add("dispatches")
         if operation_id:
             self.store.mark_operation(operation_id, task_id=task_id, trigger=trigger)
