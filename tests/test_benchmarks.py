@@ -8,6 +8,7 @@ every field the README's table is built from.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +47,19 @@ def test_run_py_refuses_an_unknown_figure() -> None:
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--only", "nope"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "nope" in proc.stderr
+
+
+def test_long_run_py_measures_a_checkout_window_by_window() -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "long_run.py"), "--windows", "2", "--fires",
+                           "300", str(ROOT)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = proc.stdout.strip()
+    prefix = f"{ROOT}: fires/s by window of 300: "
+    assert line.startswith(prefix), line
+    assert re.fullmatch(r"[1-9]\d*k [1-9]\d*k  \(mean [1-9]\d*k\)", line[len(prefix):]), line
+
+
+def test_long_run_py_refuses_a_folder_that_is_not_a_checkout(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "long_run.py"), str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "not an interlock checkout" in proc.stderr
