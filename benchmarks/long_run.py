@@ -24,7 +24,7 @@ _CHILD = r'''
 import sys, time
 root, windows, fires = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 # the checkout alone: an editable install's finder would otherwise resolve interlock to its own tree
-sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in type(f).__module__]
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in getattr(f, "__module__", "") + type(f).__module__]
 sys.path[:0] = [root, root + "/benchmarks"]
 import interlock.stores.memory as memory
 if not memory.__file__.startswith(root):

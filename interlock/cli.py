@@ -29,8 +29,9 @@ class UsageError(Exception):
     """A problem with how the command was called (exit 2)."""
 
 
-def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
-    """The top-level parser and every subcommand's parser by name (`db upgrade` as "db upgrade")."""
+def _parser(command: str | None = None) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser and every subcommand's parser by name (`db upgrade` as "db upgrade").  `command`: the
+    subcommand about to run (the tools' parsers are then built in full for it alone); None builds all in full."""
     parser = argparse.ArgumentParser(
         prog="interlock",
         description="Typed workflow rules for agent/task orchestrators: check, compile, format, draw and diff `.wf` "
@@ -112,14 +113,16 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
                "db upgrade": up, "db current": cur}
     from .tools import add_parsers
 
-    add_parsers(sub, parsers)
+    add_parsers(sub, parsers, only=command)
     return parser, parsers
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse, reporting an unknown option with the usage of the subcommand it was given to."""
-    parser, parsers = _parser()
-    args, extra = parser.parse_known_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    # the subcommand is the first word that is not an option (the top level's options take no value)
+    parser, parsers = _parser(next((a for a in given if not a.startswith("-")), ""))
+    args, extra = parser.parse_known_args(given)
     if extra:
         name = " ".join(n for n in (args.command, getattr(args, "db_command", None)) if n)
         parsers.get(name, parser).error(f"unrecognized arguments: {' '.join(extra)}")

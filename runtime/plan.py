@@ -33,13 +33,13 @@ class PlanError(Exception):
     """A plan that cannot be used: unreadable, of another version, corrupted or edited."""
 
 
-class _M(BaseModel):
+class _PlanModel(BaseModel):
     """The base of every plan model: frozen, extra keys forbidden (a hand-edited plan is refused, not guessed at)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
-class SourceRef(_M):
+class SourceRef(_PlanModel):
     """Where a plan node was written: the `.wf` file (relative to the main file's folder) and line, column."""
 
     file: str
@@ -47,7 +47,7 @@ class SourceRef(_M):
     col: int
 
 
-class PlanParam(_M):
+class PlanParam(_PlanModel):
     """A declared parameter of a trigger or an action kind: its name, plan type, whether it is required, its default."""
 
     name: str
@@ -56,7 +56,7 @@ class PlanParam(_M):
     default: JsonValue = None
 
 
-class PlanTrigger(_M):
+class PlanTrigger(_PlanModel):
     """A trigger: its name, whether it is the entry trigger, and its payload's parameters."""
 
     name: str
@@ -64,7 +64,7 @@ class PlanTrigger(_M):
     params: tuple[PlanParam, ...] = ()
 
 
-class PlanKind(_M):
+class PlanKind(_PlanModel):
     """An action kind: its class (session, task or transition), parameters and the triggers it may be declared on."""
 
     name: str
@@ -74,14 +74,14 @@ class PlanKind(_M):
     source: SourceRef
 
 
-class PlanRecord(_M):
+class PlanRecord(_PlanModel):
     """A record type dispatch sequences read: its fields and their plan types."""
 
     name: str
     fields: dict[str, str]
 
 
-class PlanGuard(_M):
+class PlanGuard(_PlanModel):
     """A transition's `when quorum(role, threshold)`; `count` is N of `n_approve(N)`."""
 
     role: str
@@ -90,7 +90,7 @@ class PlanGuard(_M):
     source: SourceRef
 
 
-class PlanAction(_M):
+class PlanAction(_PlanModel):
     """One declared action of a handler, arguments resolved and defaults filled in."""
 
     position: int
@@ -103,7 +103,7 @@ class PlanAction(_M):
     source: SourceRef
 
 
-class AgentProfile(_M):
+class AgentProfile(_PlanModel):
     """An agent profile the host should use (ADR 0033): an id, or a portable (agent_name, model, mode) triple."""
 
     id: str | None = None
@@ -112,7 +112,7 @@ class AgentProfile(_M):
     mode: str | None = None
 
 
-class PlanStep(_M):
+class PlanStep(_PlanModel):
     """A step: its attributes, its handlers by trigger, and its entry split into the actions the runtime dispatches and the kinds the host runs inline."""
 
     id: str
@@ -139,7 +139,7 @@ class PlanStep(_M):
     source: SourceRef
 
 
-class PlanWorkflow(_M):
+class PlanWorkflow(_PlanModel):
     """A workflow: its steps in position order and its start step."""
 
     id: str
@@ -153,7 +153,7 @@ class PlanWorkflow(_M):
     source: SourceRef
 
 
-class EntryPolicy(_M):
+class EntryPolicy(_PlanModel):
     """The entry policy: the entry trigger and the kinds it dispatches or excludes (every entry-capable kind in exactly one list)."""
 
     trigger: str
@@ -164,7 +164,7 @@ class EntryPolicy(_M):
 # ---- dispatch-sequence expressions ------------------------------------------------------
 
 
-class PathX(_M):
+class PathX(_PlanModel):
     """An expression reading a field path (`event.session_id`) of the given plan type."""
 
     op: Literal["path"] = "path"
@@ -172,21 +172,21 @@ class PathX(_M):
     type: str
 
 
-class LitX(_M):
+class LitX(_PlanModel):
     """An expression that is a literal string, integer or boolean."""
 
     op: Literal["lit"] = "lit"
     value: str | int | bool
 
 
-class NotX(_M):
+class NotX(_PlanModel):
     """`not ARG`."""
 
     op: Literal["not"] = "not"
     arg: PlanExpr
 
 
-class BinX(_M):
+class BinX(_PlanModel):
     """A binary expression: `or`, `and`, `==`, `!=` or `??` (the first non-empty)."""
 
     op: Literal["or", "and", "==", "!=", "??"]
@@ -198,7 +198,7 @@ PlanExpr = Annotated[Union[PathX, LitX, NotX, BinX], Field(discriminator="op")]
 
 
 
-class GuardOutcome(_M):
+class GuardOutcome(_PlanModel):
     """What a `load` case leads to: the guard that matches, its level and message."""
 
     guard: str
@@ -206,7 +206,7 @@ class GuardOutcome(_M):
     message: str | None = None
 
 
-class SkipStep(_M):
+class SkipStep(_PlanModel):
     """A `skip` guard of a dispatch sequence: matched when its `when` holds; recording unless `silent`."""
 
     step: Literal["skip"] = "skip"
@@ -217,7 +217,7 @@ class SkipStep(_M):
     source: SourceRef
 
 
-class LoadStep(_M):
+class LoadStep(_PlanModel):
     """A `load` of a dispatch sequence: a record read by the host's loader, with its missing and error cases."""
 
     step: Literal["load"] = "load"
@@ -229,7 +229,7 @@ class LoadStep(_M):
     source: SourceRef
 
 
-class PlanOperation(_M):
+class PlanOperation(_PlanModel):
     """An `operation` line: the operation id's template, split into literal text and field paths, and its `when`."""
 
     template: str
@@ -238,7 +238,7 @@ class PlanOperation(_M):
     source: SourceRef
 
 
-class PlanSequence(_M):
+class PlanSequence(_PlanModel):
     """A dispatch sequence: its trigger, event record, guards and loads in order, operation lines and payload."""
 
     name: str
@@ -250,7 +250,7 @@ class PlanSequence(_M):
     source: SourceRef
 
 
-class Plan(_M):
+class Plan(_PlanModel):
     """A compiled plan: versioned, digested, data only; what the runtime interprets (`load_plan` checks it)."""
 
     plan_version: int = PLAN_VERSION

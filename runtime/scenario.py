@@ -56,11 +56,13 @@ Id = Annotated[str, StringConstraints(min_length=1)]
 Count = Annotated[int, Field(ge=0)]
 
 
-class _M(BaseModel):
+class _Strict(BaseModel):
+    """A scenario model: unknown fields are errors, values immutable."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class TaskSpec(_M):
+class TaskSpec(_Strict):
     workflow: Id
     step: str  # "": the task stands on no step (docs/runtime.md §5)
     description: str = ""
@@ -70,14 +72,14 @@ class TaskSpec(_M):
     fail_load: bool = False  # extension: the task loader raises for this task
 
 
-class SessionSpec(_M):
+class SessionSpec(_Strict):
     task: Id
     agent_profile: str = ""
     state: str = "running"
     fail_load: bool = False  # extension: the session loader raises for this session
 
 
-class ParticipantSpec(_M):
+class ParticipantSpec(_Strict):
     task: str = ""  # "" (or omitted): a template row of the step
     step: Id
     role: Id
@@ -86,7 +88,7 @@ class ParticipantSpec(_M):
     position: Annotated[int, Field(ge=0, le=2**31 - 1)] = 0
 
 
-class ExecutorFault(_M):
+class ExecutorFault(_Strict):
     fail: Count = 0
     panic: Count = 0
     hang: Count = 0  # extension: the first N calls sleep `seconds` (exercises the executor timeout)
@@ -105,35 +107,35 @@ class ExecutorFault(_M):
         return value
 
 
-class Agents(_M):
+class Agents(_Strict):
     primary: str | None = "primary"
     ceo: str | None = None
 
 
-class ExpectTask(_M):
+class ExpectTask(_Strict):
     step: str
 
 
-class ExpectRun(_M):
+class ExpectRun(_Strict):
     task: str
     agent: str
     reason: str
 
 
-class Expect(_M):
+class Expect(_Strict):
     tasks: dict[str, ExpectTask] = {}
     runs: list[ExpectRun] | None = None
     counters: dict[str, Any] = {}  # extension: a subset of the summary counters
     records: list[dict[str, Any]] = []  # extension: records that must appear, in this order (field subsets)
 
 
-class TurnComplete(_M):
+class TurnComplete(_Strict):
     task: Id
     session: Id
     operation: Id | None = None
 
 
-class Move(_M):
+class Move(_Strict):
     task: Id
     to: Id
     route: Literal["creation", "manual_move", "engine_transition", "decision", "workflow_switch",
@@ -146,7 +148,7 @@ class CrashAfterCommit(Move):
                    "queue_promotion"] = "engine_transition"
 
 
-class Create(_M):
+class Create(_Strict):
     task: Id
     workflow: Id
     step: str | None = None
@@ -154,7 +156,7 @@ class Create(_M):
     session: Id | None = None
 
 
-class Decide(_M):
+class Decide(_Strict):
     task: Id
     verdict: Literal["approved", "rejected", "changes_requested"]
     agent: Id | None = None
@@ -171,7 +173,7 @@ class Decide(_M):
         return self
 
 
-class Fire(_M):
+class Fire(_Strict):
     trigger: Id
     task: Id
     session: Id | None = None
@@ -179,13 +181,13 @@ class Fire(_M):
     payload: dict[str, Any] = {}
 
 
-class Dispatch(_M):
+class Dispatch(_Strict):
     sequence: Id
     event: dict[str, Any]
     host: dict[str, Any] | None = None
 
 
-_BODIES: dict[str, type[_M]] = {"turn_complete": TurnComplete, "move": Move, "crash_after_commit": CrashAfterCommit,
+_BODIES: dict[str, type[_Strict]] = {"turn_complete": TurnComplete, "move": Move, "crash_after_commit": CrashAfterCommit,
                                 "create": Create, "decide": Decide, "fire": Fire, "dispatch": Dispatch}
 
 
@@ -217,7 +219,7 @@ class Origin:
         return self.name
 
 
-class Scenario(_M):
+class Scenario(_Strict):
     workflow: Id | None = None
     source: str | None = None
     tasks: dict[str, TaskSpec] = {}

@@ -39,15 +39,16 @@ check out from SQLAlchemy's pool as usual and return there."""
 
 
 class Tx:
-    """One pooled DBAPI connection (`fairy`) the store works on: its cursor, the savepoint depth of its open
-    transaction, whether it was found dead, and (SQLite) the task row last read in that transaction."""
+    """One pooled DBAPI connection the store works on (`pooled`: the pool's proxy of it): its cursor, the savepoint
+    depth of its open transaction, whether it was found dead, and (SQLite) the task row last read in that
+    transaction."""
 
-    __slots__ = ("bound", "cursor", "dbapi", "dead", "depth", "fairy", "stamp", "task_row")
+    __slots__ = ("bound", "cursor", "dbapi", "dead", "depth", "pooled", "stamp", "task_row")
 
-    def __init__(self, fairy: Any) -> None:
-        self.fairy = fairy
-        self.dbapi = fairy.driver_connection
-        self.cursor = fairy.cursor()
+    def __init__(self, pooled: Any) -> None:
+        self.pooled = pooled
+        self.dbapi = pooled.driver_connection
+        self.cursor = pooled.cursor()
         self.depth = 0
         self.dead = False
         self.stamp: Any = None  # the transaction's timestamp, taken at its first write (`Shared.stamp`)
@@ -132,16 +133,16 @@ class Shared:
         except IndexError:
             pass
         try:
-            fairy = self.engine.raw_connection()
+            pooled = self.engine.raw_connection()
         except DBAPIError as exc:
             raise store_error(exc, self.url, doing) from exc
         try:
-            tx = Tx(fairy)
+            tx = Tx(pooled)
             if self.postgres:
                 tx.dbapi.autocommit = True  # the store issues BEGIN itself; unbound reads need none
         except BaseException as exc:
-            fairy.invalidate()
-            fairy.close()
+            pooled.invalidate()
+            pooled.close()
             if isinstance(exc, self.error_class):
                 raise self.error(exc, None, doing) from exc
             raise
@@ -160,9 +161,9 @@ class Shared:
             if self.postgres and not tx.dead:
                 tx.dbapi.autocommit = False  # as SQLAlchemy's pool expects it
         except self.error_class as exc:
-            tx.fairy.invalidate(exc)
+            tx.pooled.invalidate(exc)
         finally:
-            tx.fairy.close()
+            tx.pooled.close()
 
     def drain(self) -> None:
         """Hand every idle connection back to the pool."""
@@ -174,8 +175,8 @@ class Shared:
         # Whoever disposed of the engine wants its connections closed: the idle ones too, not only the pooled ones.
         idle, self.idle = self.idle, []
         for tx in idle:
-            tx.fairy.invalidate()
-            tx.fairy.close()
+            tx.pooled.invalidate()
+            tx.pooled.close()
 
     # ---- transactions ---------------------------------------------------------------------------------------
     def start(self, doing: str) -> Tx:
@@ -221,7 +222,7 @@ class Shared:
                 tx.cursor.execute("ROLLBACK")
         except self.error_class as exc:
             tx.dead = True
-            tx.fairy.invalidate(exc)
+            tx.pooled.invalidate(exc)
 
     def in_transaction(self, tx: Tx) -> bool:
         if self.postgres:
@@ -254,7 +255,7 @@ class Shared:
                 dead = False
             if dead and not tx.dead:
                 tx.dead = True
-                tx.fairy.invalidate(exc)
+                tx.pooled.invalidate(exc)
         wrapped = DBAPIError.instance(None, None, exc, self.error_class, connection_invalidated=dead,
                                       dialect=self.engine.dialect)
         return store_error(cast(DBAPIError, wrapped), self.url, doing)

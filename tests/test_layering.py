@@ -41,7 +41,9 @@ FORBIDDEN = {
 }
 RUNTIME_MUST_NOT_LOAD = ("lark", "interlock.dsl", "interlock.compiler")
 CHECK_MUST_NOT_LOAD = ("sqlalchemy", "alembic", "interlock.commands", "interlock.runtime.api", "loguru", "pygls",
-                       "lsprotocol", "interlock.lsp")
+                       "lsprotocol", "interlock.lsp",
+                       # the tools' modules: the CLI imports the module of the tool it runs, no other
+                       *(f"interlock.tools.{m}" for m in ("diff", "exports", "fmt", "graph", "imports", "lsp", "schema")))
 
 
 def _run_probe(code: str, cwd: Path) -> dict[str, object]:

@@ -7,8 +7,9 @@ Each tool is a module `interlock.tools.<name>` with
     def add_arguments(parser: argparse.ArgumentParser) -> None
     def run(args: argparse.Namespace) -> int             # the exit status
 
-The module imports only the standard library at its top (the CLI imports it to build its
-parser, and `interlock check` must start fast); everything else is imported inside `run`.
+The module imports only the standard library at its top; everything else is imported inside
+`run`.  The CLI imports the module of the tool it runs and no other: the one-line help of every
+tool, all `interlock --help` needs, is held in `TOOLS`.
 """
 
 from __future__ import annotations
@@ -19,8 +20,17 @@ from types import ModuleType
 
 __all__ = ["TOOLS", "tool", "add_parsers"]
 
-TOOLS: tuple[str, ...] = ("diff", "export", "fmt", "graph", "import", "lsp", "schema")
-"""The tool commands, in the order `interlock --help` lists them."""
+TOOLS: dict[str, str] = {
+    "diff": "compare two versions of a workflow: breaking changes and the in-flight tasks they strand",
+    "export": "export .wf workflows as the seed system's (kandev) workflow YAML",
+    "fmt": "format .wf files in the canonical layout, keeping every comment",
+    "graph": "draw a file's workflows as a Mermaid, DOT, SVG or PNG diagram",
+    "import": "import the seed system's (kandev) workflow YAML as formatted .wf",
+    "lsp": "run the language server for editors (stdio)",
+    "schema": "print the JSON Schema of the plan or of the scenario format",
+}
+"""The tool commands, in the order `interlock --help` lists them, with the line it shows for each (each module's
+`HELP`, held here too so that listing them imports none; a test checks the two agree)."""
 
 _MODULES = {"import": "imports", "export": "exports"}
 """Commands whose name is a Python keyword (or would shadow one) live in a module of another name."""
@@ -30,9 +40,15 @@ def tool(name: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{_MODULES.get(name, name)}")
 
 
-def add_parsers(sub: argparse._SubParsersAction, parsers: dict[str, argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
-    """Add every tool's subcommand parser to `sub` (and to `parsers`, by name)."""
-    for name in TOOLS:
+def add_parsers(sub: argparse._SubParsersAction, parsers: dict[str, argparse.ArgumentParser],  # type: ignore[type-arg]
+                only: str | None = None) -> None:
+    """Add every tool's subcommand parser to `sub` (and to `parsers`, by name).  `only`: the command being run;
+    the other tools then get a parser with their help line alone, and their modules are not imported (the
+    commands that must start fast, `interlock check` first, import no tool)."""
+    for name, help_line in TOOLS.items():
+        if only is not None and name != only:
+            parsers[name] = sub.add_parser(name, help=help_line, description=help_line)
+            continue
         module = tool(name)
         parser = sub.add_parser(name, help=module.HELP, description=getattr(module, "DESCRIPTION", module.HELP),
                                 epilog=getattr(module, "EPILOG", None),

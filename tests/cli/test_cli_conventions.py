@@ -55,6 +55,16 @@ def test_an_unknown_option_prints_the_subcommands_usage(command: list[str]) -> N
     assert "unrecognized arguments: --bogus" in proc.stderr
 
 
+def test_the_tools_registry_lists_each_tools_own_help_line() -> None:
+    """`interlock --help` lists the tools from the registry without importing them: the lines must be the tools'."""
+    from interlock.tools import TOOLS, tool
+
+    assert {name: tool(name).HELP for name in TOOLS} == TOOLS
+    shown = " ".join(cli("--help").stdout.split())  # the words of `interlock --help`, wrapping undone
+    for name, help_line in TOOLS.items():
+        assert f"{name} {help_line}" in shown
+
+
 def test_every_option_and_argument_has_help() -> None:
     parser, parsers = _parser()
     for name, sub in {"": parser, **parsers}.items():
