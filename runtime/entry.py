@@ -141,6 +141,9 @@ class EntryDispatch:
         except StoreError as exc:
             self.recorder.counters.add_each(arrival_counts)
             return self._incomplete(row, exc)
+        except BaseException:  # the arrival committed whatever its entry does: it is counted
+            self.recorder.counters.add_each(arrival_counts)
+            raise
         if not recorded:
             self.recorder.counters.add_each(arrival_counts)
             return self.redelivered(row)
