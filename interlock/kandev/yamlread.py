@@ -2,7 +2,7 @@
 
 The seed system decodes with a YAML 1.2 reader, so `on`, `no` and `yes` are strings and only `true`/`false`
 are booleans; ruamel.yaml reads YAML 1.2 the same way (PyYAML's 1.1 booleans would corrupt a step id `no`).
-Bounds as for scenarios (runtime/scenario.py): file size, nesting depth and alias expansion; a key given twice in
+Bounds as for scenarios (runtime/scenario_yaml.py): file size, nesting depth and alias expansion; a key given twice in
 one mapping is an error (the seed's decoder refuses it too).  Nothing in the file is ever run: no tags are
 constructed, every scalar stays text with its resolved YAML type.
 """
