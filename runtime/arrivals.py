@@ -251,7 +251,11 @@ class Arrivals:
         if rec.active:
             rec.emit("arrival", "info", task=task_id, **{"from": ledger.from_step_id}, to=ledger.to_step_id,
                      ledger_id=ledger.id, route=ledger.route, workflow=ledger.to_workflow_id, session=session_id)
-        live = session_id is not None or (self.session_live is not None and self.session_live(task_id))
+        try:
+            live = session_id is not None or (self.session_live is not None and self.session_live(task_id))
+        except BaseException:  # the host's callback failed: the arrival committed all the same, and is counted
+            rec.counters.add_each(counts)
+            raise
         entry: EntryResult | None
         if entered is not None:
             rec.counters.add_each(counts)
