@@ -9,6 +9,7 @@ keeps working (docs/architecture.md, "known traps").
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.build_py import build_py
 
 ROOTS = {
     "interlock": "interlock",
@@ -29,9 +30,24 @@ for folder, package in ROOTS.items():
         packages.append(name)
         package_dir[name] = init.parent.relative_to(here).as_posix()
 
+# The diagnostics pages `interlock explain` prints and editors link to (ADR 0039): copied from docs/ into the
+# built package, so a wheel carries them and the repository keeps one copy.  A checkout reads docs/ directly.
+SHIPPED_DOCS = ("diagnostics.md", "kandev.md")
+
+
+class BuildWithDocs(build_py):
+    def run(self) -> None:
+        super().run()
+        target = Path(self.build_lib) / "interlock" / "docs"
+        self.mkpath(str(target))
+        for name in SHIPPED_DOCS:
+            self.copy_file(str(here / "docs" / name), str(target / name))
+
+
 setup(
     packages=packages,
     package_dir=package_dir,
     package_data={"": ["*.lark", "*.wf", "py.typed", "*.mako", "*.ini"]},
     include_package_data=False,
+    cmdclass={"build_py": BuildWithDocs},
 )

@@ -45,6 +45,12 @@ Figures
   (flat: a leak of one small object per task is ~50-100 B/task; the threshold leaves room
   for allocator noise over 90,000 tasks, about 0.9 MB in all).  RSS slope is reported too
   but not judged (allocator arenas make it step-shaped).
+- `aio-loop-lag` (issue 21): 4 asyncio tasks each move a task of their own between two steps
+  (an arrival with its entry, a queued run, on a SQLite file store) through an `AsyncRuntime`,
+  while a ticker on the same loop sleeps 1 ms at a time and records how late it wakes; the
+  figure is the p99 lateness in ms (median over the repetitions), target ≤ 5 ms. The reference
+  is the same with a `Runtime` called on the loop itself (what an asyncio host without
+  `AsyncRuntime` gets).
 - `fire-vs-transitions`: `rt.fire("on_turn_complete", task)` on a `MemoryStore` — one host
   executor (`notify`) and a transition, ping-pong between two steps, no operation id, so
   every call is a fresh delivery with an arrival and an (empty) entry — vs the
@@ -630,6 +636,97 @@ def fire_vs_transitions(repeat: int) -> Result:
                            "executor_calls": ours.calls, "after_callbacks": ring.calls})
 
 
+# ---- aio-loop-lag ---------------------------------------------------------------------------------------
+
+LAG_MOVERS = 4  # asyncio tasks, each moving a task of its own
+LAG_ARRIVALS = 1_000  # arrivals per mover and sample
+LAG_TICK = 0.001  # seconds the ticker sleeps between wake-ups
+LAG_LIMIT_MS = 5.0
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+async def _idle_lag(ticks: int) -> float:
+    """The p99 lateness (ms) of the same ticker with nothing else running: what the machine alone costs."""
+    import asyncio
+
+    late = []
+    for _ in range(ticks):
+        start = time.perf_counter()
+        await asyncio.sleep(LAG_TICK)
+        late.append((time.perf_counter() - start - LAG_TICK) * 1000)
+    return _p99(late)
+
+
+async def _lag_sample(rt: Any, calls_off_loop: bool, tasks: list[str]) -> tuple[float, int]:
+    """The p99 lateness (ms) of a 1 ms ticker on the loop while `LAG_MOVERS` tasks deliver arrivals, and the arrivals
+    delivered.  `calls_off_loop`: `rt` is an AsyncRuntime (awaited); else a Runtime called on the loop itself."""
+    import asyncio
+
+    late: list[float] = []
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        while not done.is_set():
+            start = time.perf_counter()
+            await asyncio.sleep(LAG_TICK)
+            late.append((time.perf_counter() - start - LAG_TICK) * 1000)
+
+    async def mover(task: str) -> int:
+        at = "a"
+        for _ in range(LAG_ARRIVALS):
+            to = "b" if at == "a" else "a"
+            result = await rt.move(task, to) if calls_off_loop else rt.move(task, to)
+            if result.entry is None or result.entry.status != "dispatched":
+                raise RuntimeError(f"arrival not dispatched: {result}")
+            at = to
+            await asyncio.sleep(0)  # a host's task yields between its own deliveries
+        if at != "a":  # back where it started, for the next sample
+            await rt.move(task, "a") if calls_off_loop else rt.move(task, "a")
+        return LAG_ARRIVALS
+
+    tick = asyncio.create_task(ticker())
+    counts = await asyncio.gather(*(mover(t) for t in tasks))
+    done.set()
+    await tick
+    return _p99(late), sum(counts)
+
+
+def aio_loop_lag(repeat: int) -> Result:
+    """`AsyncRuntime` (subject) vs a `Runtime` called on the loop (reference: what the issue measured), each with 4
+    movers on a SQLite file store and a ticker measuring the loop's lateness."""
+    import asyncio
+
+    from interlock.runtime import AsyncRuntime, Runtime
+    from interlock.stores import open_store
+
+    tasks = [f"T{i}" for i in range(LAG_MOVERS)]
+    with tempfile.TemporaryDirectory(prefix="il-bench-") as tmp:
+        store = open_store(f"sqlite:///{Path(tmp) / 'store.db'}")
+        ours = AsyncRuntime(_plan(WORKFLOW), store, sinks=[], executor_timeout=None)
+        theirs = Runtime(_plan(WORKFLOW), store, sinks=[], executor_timeout=None)
+        loop = asyncio.new_event_loop()
+        try:
+            for t in tasks:
+                theirs.create_task(t, "w")
+            loop.run_until_complete(_lag_sample(ours, True, tasks))  # warm-up, untimed
+            samples, ref = interleave(lambda: loop.run_until_complete(_lag_sample(ours, True, tasks))[0],
+                                      lambda: loop.run_until_complete(_lag_sample(theirs, False, tasks))[0], repeat)
+            idle = loop.run_until_complete(_idle_lag(2_000))
+            loop.run_until_complete(ours.aclose())
+        finally:
+            loop.close()
+            store.close()  # type: ignore[attr-defined]
+    m, r = statistics.median(samples), statistics.median(ref)
+    return Result(m, r, m / r if r else None, unit="ms", samples=samples, reference_samples=ref,
+                  details={"movers": LAG_MOVERS, "arrivals_per_mover": LAG_ARRIVALS, "tick_ms": LAG_TICK * 1000,
+                           "idle_p99_ms": round(idle, 2),
+                           "reference": "a Runtime called on the event loop (p99 lateness, ms)"})
+
+
 # ---- registry and command line ---------------------------------------------------------------------------
 
 FIGURES: dict[str, Spec] = {s.name: s for s in (
@@ -652,6 +749,11 @@ FIGURES: dict[str, Spec] = {s.name: s for s in (
          "with one `after` callback",
          "our fires/s / transitions' triggers/s (higher is better)", ((">=", 1.0, "ratio", TIMES),),
          fire_vs_transitions),
+    Spec("aio-loop-lag",
+         f"p99 lateness of a 1 ms ticker on the event loop while {LAG_MOVERS} tasks deliver arrivals through an "
+         "AsyncRuntime (SQLite file store) vs the same with a Runtime called on the loop",
+         "no ratio judged: the measured p99 is (lower is better); ratio = ours / on-the-loop's",
+         (("<=", LAG_LIMIT_MS, "measured", "ms"),), aio_loop_lag),
 )}
 
 

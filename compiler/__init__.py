@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -40,7 +41,7 @@ class CompileResult:
     def plan(self) -> Plan | None:
         """The executable plan, its digest filled in on first use (None when there were errors).
 
-        The digest hashes the whole plan's canonical JSON; computing it only when the plan
+        The digests hash the plan's canonical JSON (its meaning, and its layout); computing them only when the plan
         is used keeps `interlock check`, and compiles whose plan is never read, from paying
         for it.
         """
@@ -64,16 +65,19 @@ class CompileResult:
 
 
 def compile_source(source: SourceFile, *, search_dir: Path | None = None, limits: Limits = DEFAULT_LIMITS,
-                   want_plan: bool = True) -> CompileResult:
-    """Compile one in-memory source; `search_dir` resolves `use NAME` sibling files."""
-    return _collected(source, search_dir=search_dir, limits=limits, want_plan=want_plan, main_path=None)
+                   want_plan: bool = True, ignore: Collection[str] = ()) -> CompileResult:
+    """Compile one in-memory source; `search_dir` resolves `use NAME` sibling files; `ignore`: warning codes a
+    configuration ignores."""
+    return _collected(source, search_dir=search_dir, limits=limits, want_plan=want_plan, main_path=None,
+                      ignore=ignore)
 
 
 def _collected(source: SourceFile, *, search_dir: Path | None, limits: Limits, want_plan: bool,
-               main_path: Path | None) -> CompileResult:
+               main_path: Path | None, ignore: Collection[str] = ()) -> CompileResult:
     # A library call leaves the host's garbage collector alone; the CLI, one command per process, pauses it
     # around a compile (the IR is a large graph of small acyclic objects the collector would only re-scan).
-    return _compile(source, search_dir=search_dir, limits=limits, want_plan=want_plan, main_path=main_path)
+    return _compile(source, search_dir=search_dir, limits=limits, want_plan=want_plan, main_path=main_path,
+                    ignore=ignore)
 
 
 class Checked(NamedTuple):  # a NamedTuple: a frozen dataclass costs ~0.5 ms to define on every `check`
@@ -88,11 +92,14 @@ class Checked(NamedTuple):  # a NamedTuple: a frozen dataclass costs ~0.5 ms to 
 
 
 def check_program(source: SourceFile, *, search_dir: Path | None = None, limits: Limits = DEFAULT_LIMITS,
-                  main_path: Path | None = None) -> Checked:
+                  main_path: Path | None = None, ignore: Collection[str] = ()) -> Checked:
     """The front half of the pipeline: load the program (prelude, `use`d siblings from `search_dir`, the
-    file), collect symbols, run the ordered passes.  `compile_source` is this, then the plan."""
+    file), collect symbols, run the ordered passes, drop what `# interlock: ignore[…]` comments and the `ignore`d
+    codes (a configuration's: warnings only) suppress.  `compile_source` is this, then the plan."""
+    from interlock.dsl.suppress import apply_suppressions
+
     from .context import Context
-    from .passes import PASSES
+    from .passes import CLEAN_PASSES, PASSES
     from .program import load_program
     from .symbols import collect_symbols, suggestion_budget
 
@@ -108,12 +115,17 @@ def check_program(source: SourceFile, *, search_dir: Path | None = None, limits:
     with suggestion_budget():
         for check in PASSES:
             diagnostics.extend(check(ctx))
+        if not any(d.is_error for d in diagnostics):
+            for check in CLEAN_PASSES:
+                diagnostics.extend(check(ctx))
+    user = [name for name in program.sources if program.is_user(name)]
+    diagnostics = apply_suppressions(diagnostics, program.sources, user, ignore)
     return Checked(source, tuple(sorted(diagnostics, key=sort_key)), program, symbols, ctx)
 
 
 def _compile(source: SourceFile, *, search_dir: Path | None, limits: Limits, want_plan: bool,
-             main_path: Path | None) -> CompileResult:
-    checked = check_program(source, search_dir=search_dir, limits=limits, main_path=main_path)
+             main_path: Path | None, ignore: Collection[str] = ()) -> CompileResult:
+    checked = check_program(source, search_dir=search_dir, limits=limits, main_path=main_path, ignore=ignore)
     name = checked.source.name
     if checked.program is None or checked.context is None:
         return CompileResult(name, checked.diagnostics, None, {name: checked.source})
@@ -126,18 +138,19 @@ def _compile(source: SourceFile, *, search_dir: Path | None, limits: Limits, wan
 
 
 def compile_bytes(name: str, data: bytes, *, search_dir: Path | None = None, limits: Limits = DEFAULT_LIMITS,
-                  want_plan: bool = True) -> CompileResult:
+                  want_plan: bool = True, ignore: Collection[str] = ()) -> CompileResult:
     name = display_name(name)
     source, problems = decode(name, data, limits)
     if source is None:
         return CompileResult(name, tuple(problems))
-    return compile_source(source, search_dir=search_dir, limits=limits, want_plan=want_plan)
+    return compile_source(source, search_dir=search_dir, limits=limits, want_plan=want_plan, ignore=ignore)
 
 
 def compile_path(path: Path, *, display: str | None = None, limits: Limits = DEFAULT_LIMITS,
-                 want_plan: bool = True) -> CompileResult:
+                 want_plan: bool = True, ignore: Collection[str] = ()) -> CompileResult:
     """Compile a file on disk (`display` is the name diagnostics print, default the path as given)."""
     source, problems = read_limited(path, limits, name=None if display is None else display_name(display))
     if source is None:
         return CompileResult(display_name(path if display is None else display), tuple(problems))
-    return _collected(source, search_dir=path.parent, limits=limits, want_plan=want_plan, main_path=path)
+    return _collected(source, search_dir=path.parent, limits=limits, want_plan=want_plan, main_path=path,
+                      ignore=ignore)

@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import NamedTuple, Union
 
 from interlock.dsl import ir
 
 from .program import Program
 from .symbols import Symbols
 
-__all__ = ["Context"]
+__all__ = ["Context", "Block", "block_trigger", "block_name"]
+
+Block = Union[ir.Handler, ir.Timer]
+"""A list of actions a step runs: a handler (`on TRIGGER { … }`) or a timer (`after D { … }`, `every D { … }`)."""
+
+
+def block_trigger(block: Block) -> str | None:
+    """The trigger a handler is declared on; None for a timer (its actions are those of generic triggers)."""
+    return block.trigger.name if isinstance(block, ir.Handler) else None
+
+
+def block_name(block: Block) -> str:
+    """How messages name a block: `on on_comment`, `after 48h`."""
+    return f"on {block.trigger.name}" if isinstance(block, ir.Handler) else block.written
 
 
 class Context(NamedTuple):
@@ -35,6 +48,15 @@ class Context(NamedTuple):
             for step in wf.steps:
                 for handler in step.handlers:
                     yield wf, step, handler
+
+    def blocks(self) -> Iterator[tuple[ir.WorkflowDecl, ir.StepDecl, Block]]:
+        """Every handler, then every timer, of each step of the user's workflows."""
+        for wf in self.workflows():
+            for step in wf.steps:
+                for handler in step.handlers:
+                    yield wf, step, handler
+                for timer in step.timers:
+                    yield wf, step, timer
 
     def dispatches(self) -> Iterator[ir.DispatchDecl]:
         for decl in self.user_decls():

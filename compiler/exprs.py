@@ -19,14 +19,29 @@ PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 
 class ExprScope:
-    """The names an expression of one dispatch block may use, as its lines are checked in order."""
+    """The names an expression of one dispatch block (or one transition guard) may use, as its lines are checked
+    in order."""
 
-    def __init__(self, symbols: Symbols) -> None:
+    def __init__(self, symbols: Symbols, *, quorum: bool = False) -> None:
         self.symbols = symbols
         self.names: dict[str, str] = {}  # name -> record type
         self.later: dict[str, str] = {}  # loaded further down
         # names whose record is unknown or missing (already reported): their uses stay quiet
         self.unknown: set[str] = set()
+        # record-like names no `record` declares (a trigger's payload): type name -> (fields, how messages name it,
+        # the help of an unknown field when no name is close)
+        self.own: dict[str, tuple[dict[str, ir.Field], str, str]] = {}
+        # fields of a record this scope cannot read, with the reason: (record, field) -> why
+        self.unavailable: dict[tuple[str, str], str] = {}
+        self.quorum = quorum  # `quorum(…)` is allowed (transition guards only)
+
+    def fields(self, record: str) -> tuple[dict[str, ir.Field] | None, str, str | None]:
+        """A record type's fields, how a message names it and the help of an unknown field when no name is
+        close (None: a type without fields)."""
+        own = self.own.get(record)
+        if own is not None:
+            return own
+        return self.symbols.record_fields(record), f"record `{record}`", None
 
     def path_type(self, parts: tuple[str, ...], node: ir.Node, out: list[Diagnostic]) -> str | None:
         head = parts[0]
@@ -44,15 +59,17 @@ class ExprScope:
             return None
         current: str = record
         for i, part in enumerate(parts[1:], start=1):
-            fields = self.symbols.record_fields(current)
+            fields, what, fallback = self.fields(current)
             if fields is None:
                 out.append(make("expression-type-error", node.span,
                                 f"`{'.'.join(parts[:i])}` is a `{current}`, which has no fields"))
                 return None
             f = fields.get(part)
-            if f is None:
+            why = self.unavailable.get((current, part))
+            if f is None or why is not None:
                 out.append(make("unknown-record-field", node.span,
-                                f"record `{current}` has no field `{part}`", help=suggest(part, fields)))
+                                why or f"{what} has no field `{part}`",
+                                help=None if why else suggest(part, fields) or fallback))
                 return None
             current = f.type.render().rstrip("?")
         if len(parts) == 1:
@@ -78,6 +95,14 @@ def type_of(expr: ir.Expr, scope: ExprScope, out: list[Diagnostic]) -> str | Non
             return "bool"
         case ir.BinaryExpr():
             return _binary_type(expr, scope, out)
+        case ir.QuorumGuard():
+            if not scope.quorum:
+                out.append(make("expression-type-error", expr.span,
+                                "`quorum(…)` belongs to a transition's guard: a dispatch sequence runs before any "
+                                "step's decisions are counted",
+                                help="guard the transition the trigger fires instead: `move_to_step(STEP) when "
+                                     "quorum(ROLE, THRESHOLD)`"))
+            return "bool"
     raise TypeError(f"not an expression node: {type(expr).__name__}")
 
 

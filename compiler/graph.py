@@ -1,13 +1,17 @@
 """A plan in, a diagram of its workflows out: Mermaid state diagrams and Graphviz DOT (`interlock graph`).
 
 Pure: no I/O, no subprocess; the same plan always gives the same bytes.  What is drawn
-(docs/graph.md): a node per step, labelled with its title; `[*]` into the start step and
+(docs/graph.md): a node per step, labelled with its title, in board order (by position; in DOT
+an invisible edge ties each step to the next and arrows back do not constrain the layout, ADR
+0041); `[*]` into the start step and
 from every terminal step; an edge per transition whose destination resolves, labelled
-with its trigger, its guard (`when quorum(role, threshold)`) and `requires_approval`,
+with its trigger, its guard (`when EXPR`, as the source writes it) and `requires_approval`,
 `move_to_next` / `move_to_previous` resolved by position; a dashed edge (DOT; a labelled
 one in Mermaid, whose state diagrams have no dashed edges) from a `pull_from` source into
-the step that pulls; `manual_move` steps shaded; a legend.  Several workflows are drawn as
-one diagram with a cluster (Mermaid: composite state) per workflow.
+the step that pulls; `manual_move` steps shaded; under a step's title, each action that continues on
+failure (`continue_on_failure`, ADR 0042); with `handlers`, each step's handlers
+(compiler/graph_handlers.py); a legend of what is drawn, below the diagram in DOT.  Several
+workflows are drawn as one diagram with a cluster (Mermaid: composite state) per workflow.
 
 Node ids are the step ids where both formats accept them; other ids are sanitised to
 `[A-Za-z0-9_]` (ADR 0024), made unique deterministically, and never a Mermaid keyword.
@@ -18,11 +22,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from interlock.runtime.plan import Plan, PlanAction, PlanStep, PlanWorkflow
 
+from .graph_handlers import handler_lines
+from .guard_text import guard_text
+
 __all__ = ["Edge", "GraphError", "FORMATS", "DIRECTIONS", "transitions", "pulls", "node_ids", "select",
-           "render", "render_mermaid", "render_dot", "guard_text"]
+           "render", "render_mermaid", "render_dot", "guard_text", "by_position", "handler_lines", "continued_lines"]
 
 FORMATS = ("mermaid", "dot")
 DIRECTIONS = ("LR", "TB")
@@ -62,20 +70,33 @@ class Edge:
         out = [self.trigger]
         if self.action.kind not in _STANDARD_MOVES:
             out.append(f"via {self.action.kind}")
-        if self.action.guard is not None:
-            out.append(guard_text(self.action))
+        guard = guard_text(self.action)
+        if guard:
+            out.append(guard)
         if self.action.requires_approval:
             out.append("requires_approval")
         return tuple(out)
 
 
-def guard_text(action: PlanAction) -> str:
-    """`when quorum(role, threshold)` as the source writes it (`n_approve(N)` with its count)."""
-    guard = action.guard
-    if guard is None:
-        return ""
-    threshold = guard.threshold if guard.count is None else f"{guard.threshold}({guard.count})"
-    return f"when quorum({guard.role}, {threshold})"
+def continued_lines(step: PlanStep) -> list[str]:
+    """The lines under a step's title for each action whose failure does not stop its handler (`continue_on_failure`,
+    ADR 0042), with its trigger."""
+    return [f"{action.kind} continues on failure ({trigger})"
+            for trigger, actions in step.handlers.items() for action in actions if action.continue_on_failure]
+
+
+def _legend_keys(workflows: Sequence[PlanWorkflow], listed: bool) -> list[str]:
+    """What the legend explains, in its order: only what the diagram draws — `start` always, `terminal`, `manual`
+    (shaded steps), `transition`, `pull` (dashed arrows), `continued` (an action that continues on failure),
+    `handlers` (`listed`: some step lists its handlers)."""
+    drawn = {"start": True,
+             "terminal": any(s.terminal for wf in workflows for s in wf.steps),
+             "manual": any(s.manual_move for wf in workflows for s in wf.steps),
+             "transition": any(transitions(wf) for wf in workflows),
+             "pull": any(pulls(wf) for wf in workflows),
+             "continued": any(continued_lines(s) for wf in workflows for s in wf.steps),
+             "handlers": listed}
+    return [key for key, shown in drawn.items() if shown]
 
 
 def by_position(wf: PlanWorkflow) -> list[PlanStep]:
@@ -212,17 +233,41 @@ def mermaid_text(text: str) -> str:
     return "".join(out)
 
 
-_MERMAID_LEGEND = (
-    "[*] → step: the start step; step → [*]: a terminal step",
-    "arrow: a transition, labelled with its trigger, its guard (when quorum(role, threshold)) "
-    "and requires_approval",
-    "arrow labelled pull_from: the step at the head pulls tasks from the step at the tail",
-    "shaded step: manual_move (a person may move the task by hand)",
-)
+_MERMAID_LEGEND = {
+    "start": "[*] → step: the start step",
+    "terminal": "step → [*]: a terminal step",
+    "manual": "shaded: manual_move (moved by hand)",
+    "transition": "arrow: transition (trigger, guard, requires_approval)",
+    "pull": "arrow labelled pull_from: the head pulls from the tail",
+    "continued": "a step's line: an action that continues on failure (continue_on_failure)",
+    "handlers": "lines in a step: its handlers (transitions are arrows)",
+}
 
 
-def render_mermaid(plan: Plan, workflow: str | None = None, direction: str = "LR") -> str:
-    """A Mermaid `stateDiagram-v2` of the plan's workflows (or the one named)."""
+def _mermaid_workflow(plan: Plan, wf: PlanWorkflow, node: dict[str, str], indent: str, handlers: bool) -> list[str]:
+    """The states and transitions of one workflow, states in position order (the order Mermaid lays them out in)."""
+    lines: list[str] = []
+    for step in by_position(wf):
+        lines.append(f'{indent}state "{mermaid_text(step.title)}" as {node[step.id]}')
+        lines += [f"{indent}{node[step.id]} : {mermaid_text(line)}" for line in continued_lines(step)]
+        if handlers:
+            lines += [f"{indent}{node[step.id]} : {mermaid_text(line)}" for line in handler_lines(plan, step)]
+    lines.append(f"{indent}[*] --> {node[wf.start_step]}")
+    for edge in transitions(wf):
+        label = "<br/>".join(mermaid_text(line) for line in edge.lines)
+        lines.append(f"{indent}{node[edge.source]} --> {node[edge.target]} : {label}")
+    for source, puller in pulls(wf):
+        lines.append(f"{indent}{node[source]} --> {node[puller]} : pull_from")
+    for step in by_position(wf):
+        if step.terminal:
+            lines.append(f"{indent}{node[step.id]} --> [*]")
+    return lines
+
+
+def render_mermaid(plan: Plan, workflow: str | None = None, direction: str = "LR", *, legend: bool = True,
+                   handlers: bool = False) -> str:
+    """A Mermaid `stateDiagram-v2` of the plan's workflows (or the one named); `legend=False` leaves the legend
+    out, `handlers=True` writes each step's handlers in its box."""
     _check_direction(direction)
     workflows = select(plan, workflow)
     ids = _ids(workflows)
@@ -231,10 +276,9 @@ def render_mermaid(plan: Plan, workflow: str | None = None, direction: str = "LR
         lines += ["---", f"title: {_yaml_string(workflows[0].title)}", "---"]
     lines += ["stateDiagram-v2", f"  direction {direction}",
               f"  classDef manualMove fill:{MANUAL_FILL},stroke:{MANUAL_STROKE},color:#000000",
-              "  classDef terminalStep stroke-width:3px",
-              f"  classDef legendBox fill:{LEGEND_FILL},stroke:{LEGEND_STROKE},color:#333333,font-size:12px"]
-    manual: list[str] = []
-    terminal: list[str] = []
+              "  classDef terminalStep stroke-width:3px"]
+    if legend:
+        lines.append(f"  classDef legendBox fill:{LEGEND_FILL},stroke:{LEGEND_STROKE},color:#333333,font-size:11px")
     for wf in workflows:
         indent = "  "
         lines.append(f"  %% workflow {mermaid_text(wf.id)}")
@@ -243,30 +287,21 @@ def render_mermaid(plan: Plan, workflow: str | None = None, direction: str = "LR
             indent = "    "
             lines.append(f"{indent}direction {direction}")
         node = {s.id: ids.steps[(wf.id, s.id)] for s in wf.steps}
-        for step in by_position(wf):
-            lines.append(f'{indent}state "{mermaid_text(step.title)}" as {node[step.id]}')
-            if step.manual_move:
-                manual.append(node[step.id])
-            if step.terminal:
-                terminal.append(node[step.id])
-        lines.append(f"{indent}[*] --> {node[wf.start_step]}")
-        for edge in transitions(wf):
-            label = "<br/>".join(mermaid_text(line) for line in edge.lines)
-            lines.append(f"{indent}{node[edge.source]} --> {node[edge.target]} : {label}")
-        for source, puller in pulls(wf):
-            lines.append(f"{indent}{node[source]} --> {node[puller]} : pull_from")
-        for step in by_position(wf):
-            if step.terminal:
-                lines.append(f"{indent}{node[step.id]} --> [*]")
+        lines += _mermaid_workflow(plan, wf, node, indent, handlers)
         if ids.clusters:
             lines.append("  }")
-    lines.append(f'  state "Legend" as {_LEGEND_ID}')
-    lines += [f"  {_LEGEND_ID} : {mermaid_text(item)}" for item in _MERMAID_LEGEND]
+    if legend:
+        lines.append(f'  state "Legend" as {_LEGEND_ID}')
+        listed = handlers and any(handler_lines(plan, s) for wf in workflows for s in wf.steps)
+        lines += [f"  {_LEGEND_ID} : {mermaid_text(_MERMAID_LEGEND[key])}" for key in _legend_keys(workflows, listed)]
+    manual = [ids.steps[(wf.id, s.id)] for wf in workflows for s in by_position(wf) if s.manual_move]
+    terminal = [ids.steps[(wf.id, s.id)] for wf in workflows for s in by_position(wf) if s.terminal]
     if manual:
         lines.append(f"  class {','.join(manual)} manualMove")
     if terminal:
         lines.append(f"  class {','.join(terminal)} terminalStep")
-    lines.append(f"  class {_LEGEND_ID} legendBox")
+    if legend:
+        lines.append(f"  class {_LEGEND_ID} legendBox")
     return "\n".join(lines) + "\n"
 
 
@@ -311,90 +346,128 @@ def dot_string(text: str) -> str:
     return "".join(out)
 
 
-_DOT_LEGEND = (
-    ("\u25cf \u2192 step", ("the start step",)),
-    ("step \u2192 \u25c9", ("a terminal step", "(double border)")),
-    ("solid arrow", ("a transition: its trigger,", "when quorum(role, threshold),", "requires_approval")),
-    ("dashed arrow", ("pull_from: the step at the head", "pulls tasks from the one at the tail")),
-    ("shaded step", ("manual_move: a person may", "move the task by hand")),
-)
+_DOT_LEGEND = {
+    "start": ("\u25cf \u2192 step", "the start step"),
+    "terminal": ("step \u2192 \u25c9, double border", "a terminal step"),
+    "manual": ("shaded step", "manual_move: a person may move the task"),
+    "transition": ("solid arrow", "a transition: trigger, guard, requires_approval"),
+    "pull": ("dashed arrow", "pull_from: the head pulls from the tail"),
+    "continued": ("line under a title", "an action that continues on failure"),
+    "handlers": ("lines under a title", "the step's handlers (transitions are arrows)"),
+}
 
 
 def _html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def _dot_legend(indent: str) -> list[str]:
-    """The legend: an HTML-like table in the last rank (right of the diagram in LR, below it in TB)."""
-    rows = ['<tr><td colspan="2"><b>Legend</b></td></tr>']
-    for key, meaning in _DOT_LEGEND:
-        cell = f' bgcolor="{MANUAL_FILL}"' if key == "shaded step" else ""
-        text = '<br align="left"/>'.join(_html(line) for line in meaning) + '<br align="left"/>'
-        rows.append(f'<tr><td align="left"{cell}>{_html(key)}</td><td align="left">{text}</td></tr>')
-    table = ('<table border="0" cellborder="1" cellspacing="0" cellpadding="4" '
-             f'bgcolor="{LEGEND_FILL}" color="{LEGEND_STROKE}">' + "".join(rows) + "</table>")
-    return [f"{indent}{{", f"{indent}  rank=sink;",
-            f'{indent}  "{_LEGEND_ID}" [shape=plaintext, fontsize=10, label=<{table}>];', f"{indent}}}"]
+def _dot_legend(direction: str, keys: list[str]) -> str:
+    """The legend as an HTML-like table for the graph's label, below the diagram: only what the diagram draws, two
+    entries a row left to right (one a row top to bottom), so it is never wider than it needs to be."""
+    items = [_DOT_LEGEND[key] for key in keys]
+    per_row = 2 if direction == "LR" and len(items) > 2 else 1
+    rows: list[str] = []
+    for first in range(0, len(items), per_row):
+        cells = []
+        for key, meaning in items[first:first + per_row]:
+            shade = f' bgcolor="{MANUAL_FILL}"' if key == "shaded step" else ""
+            cells.append(f'<td align="left"{shade}>{_html(key)}</td><td align="left">{_html(meaning)}</td>')
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return ('<table border="0" cellborder="1" cellspacing="0" cellpadding="2" '
+            f'bgcolor="{LEGEND_FILL}" color="{LEGEND_STROKE}"><tr><td colspan="{2 * per_row}" align="left">'
+            "<b>Legend</b></td></tr>" + "".join(rows) + "</table>")
 
 
-def render_dot(plan: Plan, workflow: str | None = None, direction: str = "LR") -> str:
-    """A Graphviz `digraph` of the plan's workflows (or the one named); several workflows are clusters."""
+def _step_label(plan: Plan, step: PlanStep, handlers: bool) -> str:
+    """A step's label: its title; under it each action that continues on failure and, with `handlers`, the lines of
+    compiler/graph_handlers.py."""
+    lines = continued_lines(step) + (handler_lines(plan, step) if handlers else [])
+    if not lines:
+        return dot_string(step.title)
+    body = "".join(f'<tr><td align="left"><font point-size="9">{_html(line)}</font></td></tr>' for line in lines)
+    return (f'<<table border="0" cellborder="0" cellspacing="0" cellpadding="1"><tr><td><b>{_html(step.title)}'
+            f"</b></td></tr><hr/>{body}</table>>")
+
+
+def _dot_workflow(plan: Plan, wf: PlanWorkflow, ids: _Ids, indent: str, handlers: bool) -> list[str]:
+    """The nodes and edges of one workflow.  Steps are kept in board order: an invisible edge ties each step to the
+    next by position, and an arrow back to an earlier step does not constrain the layout (`constraint=false`), so
+    ranks follow positions whatever mix of transitions and manual moves the workflow has."""
+    steps = by_position(wf)
+    index = {s.id: i for i, s in reversed(list(enumerate(steps)))}
+    node = {s.id: dot_string(ids.steps[(wf.id, s.id)]) for s in wf.steps}
+    start, end = dot_string(ids.start(wf)), dot_string(ids.end(wf))
+    lines = [f'{indent}{start} [shape=circle, style=filled, fillcolor="#000000", label="", width=0.18, '
+             'fixedsize=true];']
+    for step in steps:
+        attrs = [f"label={_step_label(plan, step, handlers)}"]
+        if step.manual_move:
+            attrs += ['style="rounded,filled"', f'fillcolor="{MANUAL_FILL}"', f'color="{MANUAL_STROKE}"',
+                      'class="manual_move"']
+        if step.terminal:
+            attrs.append("peripheries=2")
+        lines.append(f"{indent}{node[step.id]} [{', '.join(attrs)}];")
+    if any(s.terminal for s in wf.steps):
+        lines.append(f'{indent}{end} [shape=doublecircle, style=filled, fillcolor="#000000", label="", '
+                     'width=0.12, fixedsize=true];')
+    for before, after in pairwise(steps):
+        lines.append(f"{indent}{node[before.id]} -> {node[after.id]} [style=invis, weight=10];")
+    lines.append(f"{indent}{start} -> {node[wf.start_step]};")
+
+    def back(source: str, target: str) -> str:
+        return ", constraint=false" if index[target] < index[source] else ""
+
+    for edge in transitions(wf):
+        label = dot_string("\n".join(edge.lines))
+        lines.append(f"{indent}{node[edge.source]} -> {node[edge.target]} [label={label}"
+                     f"{back(edge.source, edge.target)}];")
+    for source, puller in pulls(wf):
+        lines.append(f'{indent}{node[source]} -> {node[puller]} [style=dashed, color="{PULL_COLOR}", '
+                     f'fontcolor="{PULL_COLOR}", label="pull_from"{back(source, puller)}];')
+    for step in steps:
+        if step.terminal:
+            lines.append(f"{indent}{node[step.id]} -> {end};")
+    return lines
+
+
+def render_dot(plan: Plan, workflow: str | None = None, direction: str = "LR", *, legend: bool = True,
+               handlers: bool = False) -> str:
+    """A Graphviz `digraph` of the plan's workflows (or the one named); several workflows are clusters.  The
+    legend (unless `legend=False`) is the graph's label, below the diagram; one workflow's title heads it."""
     _check_direction(direction)
     workflows = select(plan, workflow)
     ids = _ids(workflows)
     name = workflows[0].id if len(workflows) == 1 else "workflows"
     lines = [f"digraph {dot_string(name)} {{"]
-    graph = [f"rankdir={direction}", 'fontname="Helvetica"', "fontsize=16", "labelloc=t"]
-    if len(workflows) == 1:
-        graph.append(f"label={dot_string(workflows[0].title)}")
+    graph = [f"rankdir={direction}", 'fontname="Helvetica"', "fontsize=9"]
+    if legend:
+        listed = handlers and any(handler_lines(plan, s) for wf in workflows for s in wf.steps)
+        graph += ["labelloc=b", "labeljust=l", f"label=<{_dot_legend(direction, _legend_keys(workflows, listed))}>"]
     lines += [f"  graph [{', '.join(graph)}];",
               '  node [shape=box, style="rounded", fontname="Helvetica", fontsize=11];',
               '  edge [fontname="Helvetica", fontsize=9];']
     for wf in workflows:
-        indent = "  "
         lines.append(f"  // workflow {dot_string(wf.id)}")
         if ids.clusters:
             lines.append(f"  subgraph {dot_string('cluster_' + ids.clusters[wf.id])} {{")
-            indent = "    "
-            lines.append(f'{indent}graph [label={dot_string(wf.title)}, style="rounded", color="#bbbbbb"];')
-        node = {s.id: dot_string(ids.steps[(wf.id, s.id)]) for s in wf.steps}
-        start, end = dot_string(ids.start(wf)), dot_string(ids.end(wf))
-        lines.append(f'{indent}{start} [shape=circle, style=filled, fillcolor="#000000", label="", width=0.18, '
-                     'fixedsize=true];')
-        for step in by_position(wf):
-            attrs = [f"label={dot_string(step.title)}"]
-            if step.manual_move:
-                attrs += ['style="rounded,filled"', f'fillcolor="{MANUAL_FILL}"', f'color="{MANUAL_STROKE}"',
-                          'class="manual_move"']
-            if step.terminal:
-                attrs.append("peripheries=2")
-            lines.append(f"{indent}{node[step.id]} [{', '.join(attrs)}];")
-        if any(s.terminal for s in wf.steps):
-            lines.append(f'{indent}{end} [shape=doublecircle, style=filled, fillcolor="#000000", label="", '
-                         'width=0.12, fixedsize=true];')
-        lines.append(f"{indent}{start} -> {node[wf.start_step]};")
-        for edge in transitions(wf):
-            label = dot_string("\n".join(edge.lines))
-            lines.append(f"{indent}{node[edge.source]} -> {node[edge.target]} [label={label}];")
-        for source, puller in pulls(wf):
-            lines.append(f'{indent}{node[source]} -> {node[puller]} [style=dashed, color="{PULL_COLOR}", '
-                         f'fontcolor="{PULL_COLOR}", label="pull_from"];')
-        for step in by_position(wf):
-            if step.terminal:
-                lines.append(f"{indent}{node[step.id]} -> {end};")
-        if ids.clusters:
-            lines.append("  }")
-    lines += _dot_legend("  ")
+            lines.append(f'    graph [label={dot_string(wf.title)}, labelloc=t, labeljust=c, fontsize=14, style="rounded", '
+                         'color="#bbbbbb"];')
+        else:  # the title above the diagram: the graph's own label is the legend's, below it
+            lines.append("  subgraph \"cluster_title\" {")
+            lines.append(f"    graph [label={dot_string(wf.title)}, labelloc=t, labeljust=c, fontsize=16, peripheries=0];")
+        lines += _dot_workflow(plan, wf, ids, "    ", handlers)
+        lines.append("  }")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
 
-def render(plan: Plan, fmt: str, workflow: str | None = None, direction: str = "LR") -> str:
-    """The diagram in `fmt` (`mermaid` or `dot`)."""
+def render(plan: Plan, fmt: str, workflow: str | None = None, direction: str = "LR", *, legend: bool = True,
+           handlers: bool = False) -> str:
+    """The diagram in `fmt` (`mermaid` or `dot`), with or without the legend and the steps' handlers."""
     if fmt == "mermaid":
-        return render_mermaid(plan, workflow, direction)
+        return render_mermaid(plan, workflow, direction, legend=legend, handlers=handlers)
     if fmt == "dot":
-        return render_dot(plan, workflow, direction)
+        return render_dot(plan, workflow, direction, legend=legend, handlers=handlers)
     raise ValueError(f"unknown graph format {fmt!r} (known: {', '.join(FORMATS)})")
 
 

@@ -3,9 +3,10 @@
 Runs only after every pass reported no error, so it may assume that names resolve
 and arguments bind.  Nodes are built with `construct` from complete field dicts (the
 runtime validates plans in full when it loads them).  Arguments are resolved (steps, targets, thresholds), defaults are
-filled in, an omitted `reason` becomes the trigger's name, transition targets are
+filled in, an omitted `reason` becomes the trigger's name (a timer's label, `after 48h`), transition targets are
 precomputed, and each step's entry handler is split into the runtime-dispatched and
-host-inline halves by the entry policy.
+host-inline halves by the entry policy.  The plan is checked against the runtime's plan rules
+(`interlock.runtime.plan_rules`, what `load_plan` checks) before it is returned.
 """
 
 from __future__ import annotations
@@ -17,13 +18,16 @@ from interlock import __version__
 from interlock.dsl import ir
 from interlock.dsl.construct import construct
 from interlock.runtime import plan as P
+from interlock.runtime.durations import duration_seconds, timer_label
+from interlock.runtime.plan_rules import structure_problems
 
 from .binding import bind_args
 from .context import Context
 from .exprs import PLACEHOLDER, ExprScope, type_of
+from .guards import guard_scope
 from .steps import StepOrder, step_position, transition_target
 
-__all__ = ["lower_plan", "seal"]
+__all__ = ["lower_plan", "seal", "agent_profile", "session_target"]
 
 
 def _ref(node: ir.Node) -> P.SourceRef:
@@ -73,7 +77,7 @@ def lower_plan(ctx: Context) -> P.Plan:
                      for t in sym.triggers.values())
     kinds = tuple(construct(P.PlanKind, {"name": k.name.name, "action_class": k.action_class,
                                          "params": _params(k.params), "triggers": sym.kind_triggers(k),
-                                         "source": _ref(k.name)})
+                                         "retry": _retry(k.retry), "source": _ref(k.name)})
                   for k in sym.kinds.values())
     records = tuple(construct(P.PlanRecord, {"name": r.name.name, "fields": {f.name.name: f.type.render()
                                                                               for f in r.fields}})
@@ -91,8 +95,10 @@ def lower_plan(ctx: Context) -> P.Plan:
                 start = step.name.name
             handlers: dict[str, tuple[P.PlanAction, ...]] = {}
             for handler in step.handlers:
-                handlers[handler.trigger.name] = tuple(
-                    _action(ctx, order, step, handler, pos, action) for pos, action in enumerate(handler.actions))
+                trig = handler.trigger.name
+                handlers[trig] = tuple(_action(ctx, order, step, trig, trig, pos, action)
+                                       for pos, action in enumerate(handler.actions))
+            timers = tuple(_timer(ctx, order, step, timer) for timer in step.timers)
             entry_actions = handlers.get(entry, ())
             stage = settings.get("stage")
             prompt = settings.get("prompt")
@@ -107,7 +113,7 @@ def lower_plan(ctx: Context) -> P.Plan:
                 "wip_limit": wip.value if isinstance(wip, ir.IntLit) else 0,
                 "pull_from": pull.name if isinstance(pull, ir.Ident) else None,
                 **_step_metadata(flags, settings),
-                "handlers": handlers,
+                "handlers": handlers, "timers": timers,
                 "entry_dispatch": tuple(a for a in entry_actions if a.kind in dispatched),
                 "entry_inline": tuple(a.kind for a in entry_actions if a.kind in inline),
                 "source": _ref(step.name)}))
@@ -118,18 +124,30 @@ def lower_plan(ctx: Context) -> P.Plan:
             "start_step": start, "steps": tuple(steps), "source": _ref(wf.name)}))
 
     sequences = tuple(_sequence(ctx, block) for block in sym.dispatches)
-    return construct(P.Plan, {
+    return _checked(construct(P.Plan, {
         "plan_version": P.PLAN_VERSION, "compiler": f"interlock {__version__}",
         "sources": tuple(m.file for m in ctx.program.modules), "triggers": triggers, "roles": tuple(sym.roles),
         "kinds": kinds, "records": records,
         "entry_policy": construct(P.EntryPolicy, {"trigger": entry, "exclude": tuple(exclude),
                                                   "dispatch": tuple(dispatch)}),
-        "workflows": tuple(workflows), "sequences": sequences, "digest": ""})
+        "workflows": tuple(workflows), "sequences": sequences, "digest": "", "layout_digest": ""}))
+
+
+def _checked(plan: P.Plan) -> P.Plan:
+    """`plan`, checked against the structural rules `load_plan` checks (the runtime's own function, stated once
+    there): the passes reported every broken rule in the source already, so a plan that breaks one is a compiler
+    fault.  (References, which the resolve pass checks name by name, are left to `load_plan`: checking them
+    again here cost 2-3% of a large compile.)"""
+    broken = structure_problems(plan)
+    if broken:
+        raise AssertionError(f"the compiler built a plan that breaks the plan rules: {'; '.join(broken[:5])}")
+    return plan
 
 
 def seal(plan: P.Plan) -> P.Plan:
-    """The plan with its digest filled in, so that it equals its own `load_plan(dump_plan(plan))`."""
-    return plan.model_copy(update={"digest": P.plan_digest(plan.model_dump(mode="json"))})
+    """The plan with its digests filled in, so that it equals its own `load_plan(dump_plan(plan))`."""
+    sealed = P.seal_digests(plan.model_dump(mode="json"))
+    return plan.model_copy(update={"digest": sealed["digest"], "layout_digest": sealed["layout_digest"]})
 
 
 def _text(value: object) -> str | None:
@@ -154,7 +172,18 @@ def _step_metadata(flags: Collection[str], settings: Mapping[Any, Any]) -> dict[
             "auto_archive_after_hours": hours.value if isinstance(hours, ir.IntLit) else 0,
             "auto_advance_requires_signal": "auto_advance_requires_signal" in flags,
             "cancel_triggers_turn_complete": "cancel_triggers_turn_complete" in flags,
-            "agent_profile": agent_profile(settings.get("agent_profile"))}
+            "agent_profile": agent_profile(settings.get("agent_profile")),
+            "session_target": session_target(settings.get("session_target")), "agent_tag": _text(settings.get("agent_tag"))}
+
+
+def session_target(value: object) -> P.SessionTarget | None:
+    """The plan form of `session_target initial` / `session_target step(STEP)` (checked by the host pass)."""
+    match value:
+        case ir.NameValue(parts=("initial",)):
+            return construct(P.SessionTarget, {"kind": "initial", "step_id": None})
+        case ir.CallValue(args=(ir.NameValue() as ref,)):
+            return construct(P.SessionTarget, {"kind": "step", "step_id": ref.dotted})
+    return None
 
 
 def _workflow_metadata(wf: ir.WorkflowDecl) -> dict[str, Any]:
@@ -163,8 +192,26 @@ def _workflow_metadata(wf: ir.WorkflowDecl) -> dict[str, Any]:
             "agent_profile": agent_profile(settings.get("agent_profile"))}
 
 
-def _action(ctx: Context, order: StepOrder, step: ir.StepDecl, handler: ir.Handler, pos: int,
+def _retry(retry: ir.RetryPolicy | None) -> P.PlanRetry | None:
+    if retry is None:
+        return None
+    most = retry.max_backoff
+    return construct(P.PlanRetry, {"attempts": retry.attempts.value, "backoff": duration_seconds(retry.backoff.text),
+                                   "max_backoff": None if most is None else duration_seconds(most.text)})
+
+
+def _timer(ctx: Context, order: StepOrder, step: ir.StepDecl, timer: ir.Timer) -> P.PlanTimer:
+    """A timer, named by its label (`after 48h`): the label is also the `reason` its actions default to."""
+    name = timer_label(timer.mode, timer.duration.text)
+    return construct(P.PlanTimer, {
+        "kind": timer.mode, "seconds": duration_seconds(timer.duration.text), "label": name,
+        "actions": tuple(_action(ctx, order, step, None, name, pos, action) for pos, action in enumerate(timer.actions)),
+        "source": _ref(timer)})
+
+
+def _action(ctx: Context, order: StepOrder, step: ir.StepDecl, trigger: str | None, reason: str, pos: int,
             action: ir.ActionCall) -> P.PlanAction:
+    """One action of a handler of `trigger` (None: of a timer); an omitted `reason` argument is `reason`."""
     kind = ctx.symbols.kinds[action.name.name]
     bound, _ = bind_args(action, kind, ctx.symbols.signatures)
     args: dict[str, Any] = {}
@@ -175,20 +222,22 @@ def _action(ctx: Context, order: StepOrder, step: ir.StepDecl, handler: ir.Handl
         elif p.default is not None:
             args[p.name.name] = _value(p.default, p.type)
         elif p.name.name == "reason":
-            args[p.name.name] = handler.trigger.name
+            args[p.name.name] = reason
         else:
             args[p.name.name] = None
-    guard = None
-    if action.guard is not None:
+    guard = when = None
+    if isinstance(action.guard, ir.QuorumGuard):  # one quorum: the plan's `guard`, as every plan has it
         th = action.guard.threshold
         guard = construct(P.PlanGuard, {"role": action.guard.role.name, "threshold": th.name.name,
                                         "count": th.count.value if th.count else None,
                                         "source": _ref(action.guard)})
+    elif action.guard is not None:  # any other guard: an expression (ADR 0038)
+        when = _expr(action.guard, guard_scope(ctx.symbols, trigger))
     target = transition_target(order, step, action) if kind.action_class == "transition" else None
     return construct(P.PlanAction, {
         "position": pos, "kind": kind.name.name, "action_class": kind.action_class, "args": args, "guard": guard,
-        "requires_approval": action.requires_approval is not None, "target_step": target,
-        "source": _ref(action.name)})
+        "when": when, "requires_approval": action.requires_approval is not None, "target_step": target,
+        "continue_on_failure": action.continue_on_failure is not None, "source": _ref(action.name)})
 
 
 def _expr(expr: ir.Expr, scope: ExprScope) -> P.PlanExpr:
@@ -202,6 +251,11 @@ def _expr(expr: ir.Expr, scope: ExprScope) -> P.PlanExpr:
         case ir.BinaryExpr():
             return construct(P.BinX, {"op": expr.op, "left": _expr(expr.left, scope),
                                       "right": _expr(expr.right, scope)})
+        case ir.QuorumGuard():
+            count = expr.threshold.count
+            return construct(P.QuorumX, {"op": "quorum", "role": expr.role.name,
+                                         "threshold": expr.threshold.name.name,
+                                         "count": None if count is None else count.value})
     raise TypeError(f"not an expression node: {type(expr).__name__}")
 
 

@@ -60,7 +60,7 @@ def prelude_module(name: str) -> tuple[ir.Module, SourceFile] | None:
 
 # The IR's shape is part of the key: a pickle of an older IR would load without error
 # and lack fields.  Bump it whenever an IR node changes.
-_IR_VERSION = 2
+_IR_VERSION = 4
 
 
 def _cache_name(name: str, text: str) -> str:

@@ -89,7 +89,7 @@ _TABLE: tuple[CodeInfo, ...] = (
                                            "is not a regular file"),
     CodeInfo("IL012", "use-cycle", _E, "`use` lines that lead back to a file already being loaded"),
     CodeInfo("IL013", "misplaced-guard", _E, "`when quorum(…)` before its transition, after `requires_approval`, "
-                                             "twice, or two quorums joined with `and`"),
+                                             "or twice"),
     CodeInfo("IL014", "misplaced-entry-block", _E, "an `entry { … }` block inside a workflow or step"),
     CodeInfo("IL015", "missing-comma", _E, "two items of a list (arguments, parameters, values) without a `,`"),
     CodeInfo("IL016", "block-string-indent", _E, "a line of a `\"\"\"` block string indented less than its "
@@ -143,6 +143,18 @@ _TABLE: tuple[CodeInfo, ...] = (
     CodeInfo("IL323", "invalid-step-setting", _E, "a step or workflow setting out of range (a negative number) or of the wrong shape (an `agent_profile`)"),
     CodeInfo("IL324", "empty-workflow", _E, "a workflow with no steps"),
     CodeInfo("IL325", "reserved-field-name", _E, "a record field name starting with `_` (reserved for the runtime)"),
+    CodeInfo("IL326", "continue-on-failure-misplaced", _E, "`continue_on_failure` on a transition, or on an entry "
+                                                           "kind the host runs inline: there is no failure the "
+                                                           "runtime could continue from"),
+    CodeInfo("IL327", "argument-out-of-range", _E, "an argument outside the range its kind accepts (`run_script`: "
+                                                   "an empty `command`, `timeout_seconds` outside 1..86400; a "
+                                                   "transition's `options` over 64 KiB as JSON)"),
+    CodeInfo("IL328", "invalid-duration", _E, "a duration that is not an integer and a unit (`s`, `m`, `h`, `d`), "
+                                              "or outside 1s to 365d"),
+    CodeInfo("IL329", "duplicate-timer", _E, "two `after` (or two `every`) timers of one duration on one step"),
+    CodeInfo("IL330", "retry-misplaced", _E, "`retry` on a session or transition kind: only task kinds are retried"),
+    CodeInfo("IL331", "invalid-retry-policy", _E, "`retry N` with N outside 1..100, or a backoff `D..MAX` with MAX "
+                                                  "below D"),
     # -- warnings ---------------------------------------------------------------
     CodeInfo("IL501", "unreachable-transition", _W, "a transition after an unguarded transition never fires"),
     CodeInfo("IL502", "move-past-end", _W, "`move_to_next` on the last step or `move_to_previous` on the first"),
@@ -152,6 +164,15 @@ _TABLE: tuple[CodeInfo, ...] = (
     CodeInfo("IL506", "restart-loop", _W, "`auto_start_agent` under `on_agent_error` restarts the failed agent forever"),
     CodeInfo("IL507", "approval-dead-end", _W, "a `requires_approval` move to a step without `manual_move`: nobody "
                                                "can make it"),
+    CodeInfo("IL508", "no-way-to-finish", _W, "a non-terminal step from which no terminal step can be reached"),
+    CodeInfo("IL509", "workflow-never-finishes", _W, "a workflow whose start step reaches no terminal step"),
+    CodeInfo("IL510", "replay-loop", _W, "a cycle of transitions needing no person and no quorum through steps "
+                                         "that start the agent on entry"),
+    CodeInfo("IL511", "prompt-never-sent", _W, "a step with a `prompt` whose entry never starts the agent"),
+    CodeInfo("IL512", "unused-suppression", _W, "an `# interlock: ignore[…]` comment that suppresses nothing"),
+    CodeInfo("IL513", "no-workflow", _W, "the file declares no workflow, so its plan has nothing to run"),
+    CodeInfo("IL514", "timer-on-terminal-step", _W, "an `after` or `every` timer on a `terminal` step, where a task "
+                                                    "stays done"),
 )
 
 CODES: dict[str, CodeInfo] = {info.code: info for info in _TABLE}

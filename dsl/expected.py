@@ -16,12 +16,14 @@ __all__ = ["describe_expected", "syntax_diagnostic"]
 
 
 _GROUPS: tuple[tuple[str, frozenset[str]], ...] = (
+    # a timer's or a backoff's duration: the parser also reads an integer or a name there, to say what is wrong
+    ("a duration (`48h`)", frozenset({"DURATION", "INT", "NAME"})),
     ("a declaration", frozenset({"USE", "TRIGGER", "ROLE", "SESSION", "TASK", "TRANSITION", "RECORD",
                                  "ENTRY_OPEN", "WORKFLOW", "DISPATCH"})),
     ("a step attribute", frozenset({"START", "MANUAL_MOVE", "TERMINAL", "POSITION", "WIP_LIMIT", "STAGE",
                                     "PULL_FROM", "PROMPT", "SHOW_IN_COMMAND_PANEL", "AUTO_ADVANCE_REQUIRES_SIGNAL",
                                     "CANCEL_TRIGGERS_TURN_COMPLETE", "AUTO_ARCHIVE_AFTER_HOURS", "DESCRIPTION",
-                                    "COLOR", "AGENT_PROFILE"})),
+                                    "COLOR", "AGENT_PROFILE", "SESSION_TARGET", "AGENT_TAG"})),
     ("a dispatch item (`event`, `skip`, `load`, `operation`, `payload`)",
      frozenset({"EVENT", "SKIP", "LOAD", "OPERATION", "PAYLOAD"})),
     ("a level (`silent`, `debug`, `info`, `warning`, `error`)",

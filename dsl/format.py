@@ -99,14 +99,15 @@ def format_source(text: str, name: str = "<stdin>", *, limits: Limits = DEFAULT_
     if tree is None:
         assert refused is not None
         return FormatResult(name, text, text, (refused,))
-    formatted = format_text(tree, collect(comment_tokens, text), text)
+    # the tree's positions are the normalised text's (`\r\n` and `\r` are `\n`, ADR 0044): so are the comments'
+    formatted = format_text(tree, collect(comment_tokens, source.text), source.text)
     return FormatResult(name, text, formatted)
 
 
 # ---- from the concrete tree to a document --------------------------------------------------------
 
-_NO_SPACE_BEFORE = frozenset({",", ")", "]", ":", ".", "?"})
-_NO_SPACE_AFTER = frozenset({"(", "[", "."})
+_NO_SPACE_BEFORE = frozenset({",", ")", "]", ":", ".", "?", ".."})  # `..`: a backoff's range, `30s..10m`
+_NO_SPACE_AFTER = frozenset({"(", "[", ".", ".."})
 _CALLERS = frozenset({"NAME", "QUORUM"})  # a `(` or `[` right after one of these opens its arguments
 
 Node = Any  # a `Tree[Token]` or a `Token` of the concrete tree
@@ -461,13 +462,13 @@ def _load(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
 
 
 def _declared(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
-    """`trigger NAME (PARAMS) entry`, `task NAME (PARAMS) on T, …`: a blank before the parameters."""
+    """`trigger NAME (PARAMS) entry`, `task NAME (PARAMS) on T, … retry …`: a blank before the parameters."""
     out: list[Doc] = []
     for c in tree.children:
         if type(c) is _Tree and c.data == "params":
             out.append(" ")
             out.append(self.bracketed(c.children, depth, trailing=True))
-        elif type(c) is _Tree and c.data == "on_clause":
+        elif type(c) is _Tree and c.data in ("on_clause", "retry_clause"):
             out.append(self.clause([c], depth))
         else:
             out.append(self.space(_first(c)))
@@ -492,12 +493,12 @@ def _entry_clause(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
 
 
 def _action(self: _Builder, tree: Tree[Token], depth: int) -> Doc:
-    """NAME (ARGS) [when quorum(…)] [requires_approval]: the last two may move to continuation lines."""
+    """NAME (ARGS) [when quorum(…)] [requires_approval] [continue_on_failure]: the clauses may move to new lines."""
     out: list[Doc] = []
     for c in tree.children:
         if type(c) is _Tree and c.data == "args":
             out.append(self.bracketed(c.children, depth, trailing=True))
-        elif (type(c) is _Tree and c.data == "guard") or _is(c, "requires_approval"):
+        elif (type(c) is _Tree and c.data == "guard") or _is(c, "requires_approval") or _is(c, "continue_on_failure"):
             out.append(self.clause([c], depth))
         else:
             out.append(self.node(c, depth))
@@ -530,7 +531,7 @@ _RULES: dict[str, Any] = {
     "record_decl": _plain_block, "entry_decl": _plain_block, "workflow_decl": _plain_block,
     "dispatch_decl": _plain_block, "payload_item": _plain_block, "step_decl": _step, "handler": _handler,
     "load_item": _load, "trigger_decl": _declared, "action_decl": _declared, "on_clause": _on_clause,
-    "role_decl": _role, "entry_clause": _entry_clause, "action": _action, "skip_item": _when,
+    "role_decl": _role, "entry_clause": _entry_clause, "action": _action, "skip_item": _when, "timer": _handler,
     "operation_item": _when, "args": _bracketed(True), "list_value": _bracketed(True),
     "map_value": _bracketed(True), "call_value": _call_value,
 }

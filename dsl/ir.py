@@ -15,7 +15,7 @@ from .source import Span
 __all__ = [
     "Node", "Ident", "TypeRef", "Param", "UseDecl", "TriggerDecl", "RoleDecl", "ActionKindDecl",
     "Field", "RecordDecl", "EntryClause", "EntryDecl", "StepFlag", "StepSetting", "WorkflowSetting", "Threshold",
-    "QuorumGuard", "Arg", "ActionCall", "Handler", "StepDecl", "WorkflowDecl", "StrLit", "IntLit",
+    "QuorumGuard", "Arg", "ActionCall", "Handler", "Duration", "Timer", "RetryPolicy", "StepDecl", "WorkflowDecl", "StrLit", "IntLit",
     "BoolLit", "NameValue", "CallValue", "ListValue", "MapEntry", "MapValue", "Value", "PathExpr",
     "NotExpr", "BinaryExpr", "Expr", "EventItem", "SkipItem", "LoadCase", "LoadItem", "OperationItem",
     "Assignment", "PayloadItem", "DispatchItem", "DispatchDecl", "Decl", "Module", "walk",
@@ -138,7 +138,24 @@ class BinaryExpr(Node):
     right: "Expr"
 
 
-Expr = Union[PathExpr, StrLit, IntLit, BoolLit, NotExpr, BinaryExpr]
+class Threshold(Node):
+    """A quorum threshold: `all_approve`, …, or `n_approve(N)`."""
+
+    kind: Literal["threshold"] = "threshold"
+    name: Ident
+    count: IntLit | None = None
+
+
+class QuorumGuard(Node):
+    """`quorum(ROLE, THRESHOLD)` in a transition's guard: whether the role's seats reached the threshold."""
+
+    kind: Literal["quorum"] = "quorum"
+    role: Ident
+    threshold: Threshold
+
+
+# `QuorumGuard` is an expression of transition guards only; the type checker refuses it in a dispatch block.
+Expr = Union[PathExpr, StrLit, IntLit, BoolLit, NotExpr, BinaryExpr, QuorumGuard]
 
 # ---- vocabulary ------------------------------------------------------------------------
 
@@ -188,14 +205,32 @@ class RoleDecl(Node):
     names: tuple[Ident, ...]
 
 
+class Duration(Node):
+    """A duration as written (`48h`, `90s`): the compiler checks it is an integer and a unit, `s`, `m`, `h` or
+    `d`, of 1 s to 365 d (the parser also reads `48`, `2w` or `soon` here, so the mistake is reported at it)."""
+
+    kind: Literal["duration"] = "duration"
+    text: str
+
+
+class RetryPolicy(Node):
+    """`retry N backoff D` or `retry N backoff D..MAX` of a task kind (docs/language.md §6)."""
+
+    kind: Literal["retry"] = "retry"
+    attempts: IntLit
+    backoff: Duration
+    max_backoff: Duration | None = None
+
+
 class ActionKindDecl(Node):
-    """`session|task|transition NAME(params) on TRIGGERS`: an action kind and its class."""
+    """`session|task|transition NAME(params) on TRIGGERS retry …`: an action kind, its class and retry policy."""
 
     kind: Literal["action_kind"] = "action_kind"
     action_class: Literal["session", "task", "transition"]
     name: Ident
     params: tuple[Param, ...] = ()
     triggers: tuple[Ident, ...] | None = None  # None: no `on` clause, every trigger
+    retry: RetryPolicy | None = None
 
 
 class Field(Node):
@@ -250,9 +285,10 @@ class StepSetting(Node):
 
     kind: Literal["step_setting"] = "step_setting"
     name: Literal["position", "wip_limit", "stage", "pull_from", "prompt", "auto_archive_after_hours", "description",
-                  "color", "agent_profile"]
-    value: Ident | Value  # `agent_profile` takes any literal, checked by the validator
+                  "color", "agent_profile", "session_target", "agent_tag"]
+    value: Ident | Value  # `agent_profile` and `session_target` take any literal, checked by the passes
     block: bool = False  # a prompt or description written as a block string
+    folded: bool = False  # … a folded one (`>"""`, ADR 0043)
 
 
 class WorkflowSetting(Node):
@@ -262,22 +298,7 @@ class WorkflowSetting(Node):
     name: Literal["description", "prompt", "agent_profile"]
     value: Value
     block: bool = False
-
-
-class Threshold(Node):
-    """A quorum threshold: `all_approve`, …, or `n_approve(N)`."""
-
-    kind: Literal["threshold"] = "threshold"
-    name: Ident
-    count: IntLit | None = None
-
-
-class QuorumGuard(Node):
-    """`when quorum(ROLE, THRESHOLD)` on a transition."""
-
-    kind: Literal["quorum"] = "quorum"
-    role: Ident
-    threshold: Threshold
+    folded: bool = False
 
 
 class Arg(Node):
@@ -289,14 +310,16 @@ class Arg(Node):
 
 
 class ActionCall(Node):
-    """An action in a handler: its kind, arguments, guard and `requires_approval`."""
+    """An action in a handler: its kind, arguments, guard (`when EXPR`), `requires_approval` and
+    `continue_on_failure`."""
 
     kind: Literal["action"] = "action"
     name: Ident
     args: tuple[Arg, ...] = ()
     has_parens: bool = False
-    guard: QuorumGuard | None = None
+    guard: Expr | None = None
     requires_approval: Span | None = None
+    continue_on_failure: Span | None = None  # ADR 0042: a failure is recorded and the handler goes on
 
 
 class Handler(Node):
@@ -305,6 +328,21 @@ class Handler(Node):
     kind: Literal["handler"] = "handler"
     trigger: Ident
     actions: tuple[ActionCall, ...]
+
+
+class Timer(Node):
+    """`after DURATION { actions }` or `every DURATION { actions }`: a step's timer handler (docs/language.md §6).
+    Its span is the keyword and the duration."""
+
+    kind: Literal["timer"] = "timer"
+    mode: Literal["after", "every"]
+    duration: Duration
+    actions: tuple[ActionCall, ...]
+
+    @property
+    def written(self) -> str:
+        """`after 48h`, as written (the plan's label is its normal form)."""
+        return f"{self.mode} {self.duration.text}"
 
 
 class StepDecl(Node):
@@ -316,6 +354,7 @@ class StepDecl(Node):
     flags: tuple[StepFlag, ...] = ()
     settings: tuple[StepSetting, ...] = ()
     handlers: tuple[Handler, ...] = ()
+    timers: tuple[Timer, ...] = ()
 
     def has(self, flag: str) -> bool:
         """Whether the step carries `flag` set (written bare or `true`)."""

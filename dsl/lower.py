@@ -18,6 +18,7 @@ from lark import Token
 from . import blockstr, ir
 from .construct import construct
 from .diagnostics import Diagnostic, make
+from .escapes import unescape
 from .source import SourceFile, Span
 
 if TYPE_CHECKING:
@@ -29,39 +30,8 @@ __all__ = ["Lowering", "Refused", "unescape"]
 # would otherwise trip Python's int-conversion limit.
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 
-_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "0": "\0", "/": "/"}
 # canonical operator strings, so a binary node does not keep its token alive
 _OPS = {op: op for op in ("or", "and", "==", "!=", "??")}
-
-
-def unescape(body: str) -> tuple[str, int | None]:
-    """Decode a string literal's body; returns (text, offset of first bad escape or None)."""
-    if "\\" not in body:
-        return body, None
-    out: list[str] = []
-    i, n = 0, len(body)
-    while i < n:
-        c = body[i]
-        if c != "\\":
-            out.append(c)
-            i += 1
-            continue
-        nxt = body[i + 1] if i + 1 < n else ""
-        if nxt in _ESCAPES:
-            out.append(_ESCAPES[nxt])
-            i += 2
-        elif nxt == "u" and i + 6 <= n and all(ch in "0123456789abcdefABCDEF" for ch in body[i + 2:i + 6]):
-            code = int(body[i + 2:i + 6], 16)
-            i += 6
-            low = body[i + 2:i + 6] if 0xD800 <= code <= 0xDBFF and body.startswith("\\u", i) else ""
-            if len(low) == 4 and all(ch in "0123456789abcdefABCDEF" for ch in low) and 0xDC00 <= int(low, 16) <= 0xDFFF:
-                # a surrogate pair, as JSON writes a character beyond U+FFFF: one character
-                code = 0x10000 + ((code - 0xD800) << 10) + (int(low, 16) - 0xDC00)
-                i += 6
-            out.append(chr(code))
-        else:
-            return "".join(out), i
-    return "".join(out), None
 
 
 class Refused(Exception):
@@ -194,11 +164,20 @@ class Lowering:
         return tok
 
     def action_decl(self, c: list[Any]) -> ir.ActionKindDecl:
-        cls, name, params, triggers = c
+        cls, name, params, triggers, retry = c
         last = triggers[-1] if triggers else params[-1] if params else name
         return construct(ir.ActionKindDecl, {
             "span": self.cover(cls, last), "kind": "action_kind", "action_class": str(cls), "name": self.ident(name),
-            "params": tuple(params or ()), "triggers": None if triggers is None else tuple(triggers)})
+            "params": tuple(params or ()), "triggers": None if triggers is None else tuple(triggers), "retry": retry})
+
+    def retry_clause(self, c: list[Any]) -> ir.RetryPolicy:
+        keyword, attempts, _backoff, backoff, most = c
+        return construct(ir.RetryPolicy, {"span": self.cover(keyword, most or backoff), "kind": "retry",
+                                          "attempts": self.intlit(attempts), "backoff": backoff, "max_backoff": most})
+
+    def duration(self, c: list[Any]) -> ir.Duration:
+        tok: Token = c[0]
+        return construct(ir.Duration, {"span": self.tspan(tok), "kind": "duration", "text": str(tok)})
 
     def on_clause(self, c: list[Any]) -> list[ir.Ident]:
         self._count(c, self.limits.max_items, "triggers", "this `on` list")
@@ -266,14 +245,13 @@ class Lowering:
         key, tok = c
         value = self.text(tok) if isinstance(tok, Token) else tok
         return construct(ir.WorkflowSetting, {"span": self.cover(key, tok), "kind": "workflow_setting",
-                                              "name": str(key), "value": value,
-                                              "block": isinstance(tok, Token) and tok.type == "BLOCK_STRING"})
+                                              "name": str(key), "value": value, **_block(tok)})
 
     def text(self, tok: Token) -> ir.StrLit:
-        """A quoted string or a block string (ADR 0033) as a string literal."""
-        if tok.type != "BLOCK_STRING":
+        """A quoted string, a block string (ADR 0033) or a folded one (ADR 0043) as a string literal."""
+        if tok.type not in ("BLOCK_STRING", "FOLDED_STRING"):
             return self.strlit(tok)
-        text, bad = blockstr.decode(str(tok))
+        text, bad = (blockstr.decode if tok.type == "BLOCK_STRING" else blockstr.unfold)(str(tok))
         if bad is not None:
             start = (tok.start_pos or 0) + bad
             self.diagnostics.append(make(
@@ -286,21 +264,14 @@ class Lowering:
     def step_decl(self, c: list[Any]) -> ir.StepDecl:
         name, title, *items = c
         self._count(items, self.limits.max_items, "attributes and handlers", f"step `{name}`")
-        flags = []
-        settings = []
-        handlers = []
+        groups: dict[str, list[Any]] = {"handler": [], "step_setting": [], "step_flag": [], "timer": []}
         for i in items:
-            kind = i.kind
-            if kind == "handler":
-                handlers.append(i)
-            elif kind == "step_setting":
-                settings.append(i)
-            else:
-                flags.append(i)
+            groups[i.kind].append(i)
         return construct(ir.StepDecl, {
             "span": self.cover(name, name if title is None else title), "kind": "step", "name": self.ident(name),
-            "title": None if title is None else self.strlit(title),
-            "flags": tuple(flags), "settings": tuple(settings), "handlers": tuple(handlers)})
+            "title": None if title is None else self.strlit(title), "flags": tuple(groups["step_flag"]),
+            "settings": tuple(groups["step_setting"]), "handlers": tuple(groups["handler"]),
+            "timers": tuple(groups["timer"])})
 
     def step_flag(self, c: list[Any]) -> ir.StepFlag:
         tok, given = c
@@ -315,13 +286,12 @@ class Lowering:
             value = tok
         elif tok.type == "INT":
             value = self.intlit(tok)
-        elif tok.type in ("STRING", "BLOCK_STRING"):
+        elif tok.type in ("STRING", "BLOCK_STRING", "FOLDED_STRING"):
             value = self.text(tok)
         else:
             value = self.ident(tok)
         return construct(ir.StepSetting, {"span": self.cover(key, tok), "kind": "step_setting", "name": str(key),
-                                          "value": value,
-                                          "block": isinstance(tok, Token) and tok.type == "BLOCK_STRING"})
+                                          "value": value, **_block(tok)})
 
     def handler(self, c: list[Any]) -> ir.Handler:
         trigger = self.ident(c[0])
@@ -330,15 +300,26 @@ class Lowering:
         return construct(ir.Handler, {"span": trigger.span, "kind": "handler", "trigger": trigger,
                                       "actions": tuple(actions)})
 
+    def timer(self, c: list[Any]) -> ir.Timer:
+        keyword, duration, *actions = c
+        self._count(actions, self.limits.max_actions, "actions", f"timer `{keyword} {duration.text}`")
+        return construct(ir.Timer, {"span": self.cover(keyword, duration), "kind": "timer", "mode": str(keyword),
+                                    "duration": duration, "actions": tuple(actions)})
+
     def action(self, c: list[Any]) -> ir.ActionCall:
-        name, args, guard, approval = c
-        last = approval if approval is not None else guard if guard is not None else args[-1] if args else name
+        name, args, guard, approval, carry_on = c
+        last = next((x for x in (carry_on, approval, guard) if x is not None), args[-1] if args else name)
         return construct(ir.ActionCall, {
             "span": self.cover(name, last), "kind": "action", "name": self.ident(name), "args": tuple(args or ()),
             "has_parens": args is not None, "guard": guard,
-            "requires_approval": None if approval is None else self.tspan(approval)})
+            "requires_approval": None if approval is None else self.tspan(approval),
+            "continue_on_failure": None if carry_on is None else self.tspan(carry_on)})
 
-    def guard(self, c: list[Any]) -> ir.QuorumGuard:
+    def guard(self, c: list[Any]) -> ir.Expr:
+        expr: ir.Expr = c[0]
+        return expr
+
+    def quorum_expr(self, c: list[Any]) -> ir.QuorumGuard:
         quorum, role, threshold = c
         return construct(ir.QuorumGuard, {"span": self.cover(quorum, threshold), "kind": "quorum",
                                           "role": self.ident(role), "threshold": threshold})
@@ -493,3 +474,9 @@ class Lowering:
     def paren_expr(self, c: list[Any]) -> ir.Expr:
         expr: ir.Expr = c[0]
         return expr
+
+
+def _block(tok: Any) -> dict[str, bool]:
+    """How a setting's text was written: a block string, a folded block string (ADR 0043), or neither."""
+    kind = tok.type if isinstance(tok, Token) else None
+    return {"block": kind in ("BLOCK_STRING", "FOLDED_STRING"), "folded": kind == "FOLDED_STRING"}

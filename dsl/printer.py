@@ -3,8 +3,8 @@
 The layout is fixed: two-space indentation, one declaration item (field, entry clause,
 step attribute, handler action, dispatch item, payload assignment) per line, a blank
 line around every block declaration, and only the parentheses that precedence needs.
-Comments and the original order of step flags, settings and handlers are not kept: the
-IR does not hold them.
+Comments and the original order of step flags, settings, handlers and timers are not kept:
+the IR does not hold them.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ _KEYWORDS = frozenset({
     "dispatch", "workflow", "hidden", "step", "start", "manual_move", "terminal", "position",
     "wip_limit", "stage", "pull_from", "prompt", "description", "color", "agent_profile",
     "auto_archive_after_hours", "show_in_command_panel", "auto_advance_requires_signal",
-    "cancel_triggers_turn_complete", "when", "quorum", "requires_approval", "true", "false",
-    "event", "skip", "load", "missing", "error", "operation", "payload", "silent", "debug", "info",
-    "warning", "or", "and", "not",
+    "cancel_triggers_turn_complete", "session_target", "agent_tag", "when", "quorum", "requires_approval",
+    "continue_on_failure", "after", "every", "retry", "backoff", "true", "false", "event", "skip", "load", "missing",
+    "error", "operation", "payload", "silent", "debug", "info", "warning", "or", "and", "not",
 })
 _INDENT = "  "
 
@@ -118,6 +118,8 @@ def _expr(expr: ir.Expr, min_prec: int) -> str:
             text = "not " + _expr(expr.operand, _NOT)
         case ir.BinaryExpr():
             text = _chain(expr, prec)
+        case ir.QuorumGuard():
+            text = _quorum(expr)
         case _:
             raise TypeError(f"not an expression node: {type(expr).__name__}")
     return f"({text})" if prec < min_prec else text
@@ -140,8 +142,15 @@ def _chain(expr: ir.BinaryExpr, prec: int) -> str:
     return " ".join(parts)
 
 
+def _quorum(q: ir.QuorumGuard) -> str:
+    th = q.threshold
+    count = "" if th.count is None else f"({th.count.value})"
+    return f"quorum({q.role.name}, {th.name.name}{count})"
+
+
 def format_expr(expr: ir.Expr) -> str:
-    """One dispatch-sequence expression, with only the parentheses precedence needs."""
+    """One expression (of a dispatch sequence or a transition's guard), with only the parentheses precedence
+    needs."""
     return _expr(expr, _OR)
 
 
@@ -185,6 +194,9 @@ def _action_kind(d: ir.ActionKindDecl) -> list[str]:
         text += _params(d.params)
     if d.triggers is not None:
         text += f" on {_ids(d.triggers)}"
+    if d.retry is not None:
+        most = "" if d.retry.max_backoff is None else f"..{d.retry.max_backoff.text}"
+        text += f" retry {d.retry.attempts.value} backoff {d.retry.backoff.text}{most}"
     return [text]
 
 
@@ -204,6 +216,8 @@ def _titled(keyword: str, name: ir.Ident, title: ir.StrLit | None) -> str:
 
 def _setting(s: ir.StepSetting | ir.WorkflowSetting, pad: str) -> str:
     match s.value:
+        case ir.StrLit(value=text) if s.folded and blockstr.can_fold(text):
+            return f"{s.name} {blockstr.fold(text, pad + _INDENT)}"
         case ir.StrLit(value=text) if s.block and blockstr.can_encode(text):
             return f"{s.name} {blockstr.encode(text, pad + _INDENT)}"
         case ir.IntLit() | ir.StrLit() as lit:
@@ -225,11 +239,11 @@ def _action(a: ir.ActionCall) -> str:
                 for x in a.args)
         text += "(" + ", ".join(args) + ")"
     if a.guard is not None:
-        th = a.guard.threshold
-        count = "" if th.count is None else f"({th.count.value})"
-        text += f" when quorum({a.guard.role.name}, {th.name.name}{count})"
+        text += f" when {format_expr(a.guard)}"
     if a.requires_approval is not None:
         text += " requires_approval"
+    if a.continue_on_failure is not None:
+        text += " continue_on_failure"
     return text
 
 
@@ -240,6 +254,8 @@ def _step(s: ir.StepDecl, depth: int) -> list[str]:
     for h in s.handlers:
         actions = [f"{pad}{_INDENT}{_action(a)}" for a in h.actions]
         body += _block(f"on {h.trigger.name}", actions, depth + 1)
+    for t in s.timers:
+        body += _block(t.written, [f"{pad}{_INDENT}{_action(a)}" for a in t.actions], depth + 1)
     return _block(_titled("step", s.name, s.title), body, depth)
 
 

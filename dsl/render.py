@@ -9,7 +9,7 @@ cross lines, as the annotations API asks.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -243,10 +243,15 @@ def render_full(diagnostics: Sequence[Diagnostic], sources: Mapping[str, SourceF
 
 
 def render_concise(diagnostics: Sequence[Diagnostic]) -> str:
-    """One line per diagnostic: `file:line:col: error[IL102] message`."""
-    return "".join(
-        f"{d.span.short()}: {d.severity.value}[{d.code}] {' '.join(d.message.splitlines())}\n" for d in diagnostics
-    )
+    """One line per diagnostic: `file:line:col: error[IL102] message (help: did you mean `x`?)` — the help, when
+    there is one, kept on the line."""
+    out = []
+    for d in diagnostics:
+        line = f"{d.span.short()}: {d.severity.value}[{d.code}] {' '.join(d.message.splitlines())}"
+        if d.help:
+            line += f" (help: {' '.join(d.help.splitlines())})"
+        out.append(line + "\n")
+    return "".join(out)
 
 
 # -- JSON -----------------------------------------------------------------------------
@@ -325,23 +330,29 @@ def _physical(span: Span, artifact_index: Mapping[str, int]) -> dict[str, Any]:
     return {"physicalLocation": {"artifactLocation": location, "region": region}}
 
 
-def render_sarif(diagnostics: Sequence[Diagnostic], *, tool_version: str, files: Sequence[str] = ()) -> str:
+def render_sarif(diagnostics: Sequence[Diagnostic], *, tool_version: str, files: Sequence[str] = (),
+                 help_uri: Callable[[str, str], str | None] | None = None) -> str:
     """A SARIF 2.1.0 log with one run: every registered code as a rule, each diagnostic as a result.
 
     Labels become `relatedLocations`; notes and help are appended to the message text.
-    `files` (the files checked) become the run's `artifacts`, duplicates dropped.
+    `files` (the files checked) become the run's `artifacts`, duplicates dropped.  `help_uri(code, name)`: each
+    rule's `helpUri`, the address of its documentation page (`interlock.explain.help_url`); none without it.
     """
     rule_index = {code: i for i, code in enumerate(CODES)}
-    rules = [
-        {
+    rules = []
+    for info in CODES.values():
+        rule: dict[str, Any] = {
             "id": info.code,
             "name": info.name,
             "shortDescription": {"text": info.summary},
             "defaultConfiguration": {"level": _SARIF_LEVEL[info.severity]},
-            "help": {"text": f"See docs/diagnostics.md, section {info.code} {info.name}."},
+            "help": {"text": f"{info.code} {info.name}: {info.summary}. `interlock explain {info.code}` prints its "
+                             "page: an example and its fix."},
         }
-        for info in CODES.values()
-    ]
+        uri = help_uri(info.code, info.name) if help_uri is not None else None
+        if uri is not None:
+            rule["helpUri"] = uri
+        rules.append(rule)
     artifact_index: dict[str, int] = {}
     for name in files:
         artifact_index.setdefault(_uri(name), len(artifact_index))

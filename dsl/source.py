@@ -10,7 +10,14 @@ from pydantic import BaseModel, ConfigDict
 
 from .construct import construct
 
-__all__ = ["Span", "SourceFile", "NO_SPAN"]
+__all__ = ["Span", "SourceFile", "NO_SPAN", "normalise_line_ends"]
+
+
+def normalise_line_ends(text: str) -> str:
+    """`text` with every `\r\n` and every lone `\r` made `\n` (the text itself when it has no `\r`)."""
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 class Span(BaseModel):
@@ -44,6 +51,10 @@ NO_SPAN = construct(Span, {"file": "<builtin>", "line": 1, "col": 1, "end_line":
 class SourceFile:
     """One file's text and its line index; `name` is what diagnostics print.
 
+    Every line end is kept as `\n`: `\r\n` (Windows) and a lone `\r` (classic Mac OS) are line ends too, and
+    are made `\n` here, the one place every text enters the front end (ADR 0044), so the lexer, the
+    positions (line:col) and the formatter see one kind of line end.  `text` is the text so normalised.
+
     Immutable, compared by name and text.  (A plain class: a frozen dataclass costs most of a
     millisecond to define, on every `interlock check`.)
     """
@@ -54,6 +65,7 @@ class SourceFile:
     _starts: list[int]
 
     def __init__(self, name: str, text: str) -> None:
+        text = normalise_line_ends(text)
         starts = [0]
         find = text.find
         i = find("\n")
@@ -101,7 +113,7 @@ class SourceFile:
             return ""
         start = self._starts[line - 1]
         end = self._starts[line] - 1 if line < len(self._starts) else len(self.text)
-        return self.text[start:end].rstrip("\r")
+        return self.text[start:end]
 
     def lines_longer_than(self, length: int) -> list[tuple[int, int]]:
         """(start, end) offsets of every line with more than `length` characters."""

@@ -8,6 +8,7 @@ Machine formats (json, sarif, github) keep stdout pure; the summary then goes to
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import sys
 from collections.abc import Sequence
@@ -29,13 +30,46 @@ class UsageError(Exception):
     """A problem with how the command was called (exit 2)."""
 
 
+def _test_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """`interlock test`'s parser (interlock/runner/)."""
+    test: argparse.ArgumentParser = sub.add_parser(
+                          "test", help="run scenarios that carry an `expect:` block, like a test runner",
+                          description="Run every scenario with an `expect:` block (folders: *.yaml, *.yml, "
+                                      "recursively) and report pass/fail; a scenario that cannot be loaded or "
+                                      "run is reported as an error and the others still run. A failure names "
+                                      "the expectation's file:line:col and shows the nearest actual record as "
+                                      "YAML. Ends with `N passed, M failed, K errors` (docs/scenarios.md).",
+                          epilog="Exit status: 0 all passed (and coverage at or above --threshold), 1 a scenario "
+                                 "failed or had errors, or coverage is under --threshold, 2 usage or internal "
+                                 "error (no scenario found, a bad -k expression).")
+    test.add_argument("paths", nargs="+", metavar="PATH", help="scenario files or folders (a file named twice "
+                                                                "runs once)")
+    test.add_argument("-k", dest="keyword", metavar="EXPRESSION", default=None,
+                      help="run only the scenarios whose name matches (its path under the folder given, or its "
+                           "file name): words are case-insensitive substrings, combined with and, or, not and "
+                           "parentheses (as pytest's -k)")
+    test.add_argument("--format", choices=("text", "json", "junit"), default="text",
+                      help="report format: text (default), json (versioned, `test_version`) or junit (JUnit XML "
+                           "for CI)")
+    test.add_argument("-o", "--output", metavar="FILE", default=None,
+                      help="write the report to FILE instead of standard output")
+    test.add_argument("--coverage", action="store_true",
+                      help="report, per workflow, the steps entered, transitions taken, guard outcomes and entry "
+                           "kinds dispatched, and the dispatch-sequence guards matched, with what was never "
+                           "exercised")
+    test.add_argument("--threshold", type=_percent, metavar="N", default=None,
+                      help="with coverage (implies --coverage): exit 1 when it is under N percent")
+    test.add_argument("-v", "--verbose", action="store_true", help="print the trace of failing scenarios")
+    return test
+
+
 def _parser(command: str | None = None) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The top-level parser and every subcommand's parser by name (`db upgrade` as "db upgrade").  `command`: the
     subcommand about to run (the tools' parsers are then built in full for it alone); None builds all in full."""
     parser = argparse.ArgumentParser(
         prog="interlock",
         description="Typed workflow rules for agent/task orchestrators: check, compile, format, draw and diff `.wf` "
-                    "files, import and export the seed system's YAML, serve editors (a language server), simulate "
+                    "files, import and export kandev's workflow YAML, serve editors (a language server), simulate "
                     "scenarios, and keep the runtime's database.",
         epilog="Exit status: 0 clean, 1 problems found, 2 usage or internal error.",
     )
@@ -45,17 +79,7 @@ def _parser(command: str | None = None) -> tuple[argparse.ArgumentParser, dict[s
     color_help = "colour diagnostics: auto (a terminal without NO_COLOR), always or never (default: auto)"
     stdin_help = "name to report for `-` (default: <stdin>)"
 
-    check = sub.add_parser("check", help="check .wf files and report diagnostics",
-                           description="Check `.wf` files. Folders are searched for `*.wf` recursively; "
-                                       "`-` reads one file from standard input. A file named twice is checked once.",
-                           epilog="Exit status: 0 clean (warnings allowed), 1 errors found (or warnings with -W), "
-                                  "2 usage or internal error.")
-    check.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: .)")
-    check.add_argument("--format", choices=FORMATS, default="full", help="output format (default: full)")
-    check.add_argument("--color", choices=("auto", "always", "never"), default="auto", help=color_help)
-    check.add_argument("--warnings-as-errors", "-W", action="store_true", help="exit 1 on warnings too")
-    check.add_argument("--stdin-filename", metavar="NAME", default="<stdin>", help=stdin_help)
-    check.add_argument("--quiet", "-q", action="store_true", help="print only diagnostics, no summary")
+    check = _check_parser(sub, color_help, stdin_help)
 
     comp = sub.add_parser("compile", help="compile one .wf file to a versioned JSON plan",
                           description="Compile one `.wf` file to an executable plan (JSON). Diagnostics go "
@@ -87,16 +111,8 @@ def _parser(command: str | None = None) -> tuple[argparse.ArgumentParser, dict[s
                      help="store URL (default: sqlite://, in memory). For an empty database only: one that holds "
                           "any interlock rows is refused (exit 2)")
 
-    test = sub.add_parser("test", help="run scenarios that carry an `expect:` block, like a test runner",
-                          description="Run every scenario with an `expect:` block (folders: *.yaml, *.yml, "
-                                      "recursively) and report pass/fail; a scenario that cannot be loaded or "
-                                      "run is reported as an error and the others still run. Ends with "
-                                      "`N passed, M failed, K errors`.",
-                          epilog="Exit status: 0 all passed, 1 a scenario failed or had errors, 2 usage or "
-                                 "internal error.")
-    test.add_argument("paths", nargs="+", metavar="PATH", help="scenario files or folders (a file named twice "
-                                                                "runs once)")
-    test.add_argument("-v", "--verbose", action="store_true", help="print the trace of failing scenarios")
+    test = _test_parser(sub)
+    add_walk_options(test)
 
     db = sub.add_parser("db", help="database maintenance",
                         description="Create, upgrade or inspect interlock's tables in a database.",
@@ -117,14 +133,46 @@ def _parser(command: str | None = None) -> tuple[argparse.ArgumentParser, dict[s
     return parser, parsers
 
 
+def _check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], color_help: str,
+                  stdin_help: str) -> argparse.ArgumentParser:
+    """`interlock check`'s parser."""
+    check = sub.add_parser("check", help="check .wf files and report diagnostics",
+                           description="Check `.wf` files. Folders are searched for `*.wf` recursively (hidden, "
+                                       ".gitignore'd and excluded files skipped); `-` reads one file from standard "
+                                       "input. A file named twice is checked once. Settings: `[tool.interlock]` "
+                                       "of the nearest pyproject.toml, or interlock.toml.",
+                           epilog="Exit status: 0 clean (warnings allowed), 1 errors found (or warnings with -W), "
+                                  "2 usage or internal error.")
+    check.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: .)")
+    check.add_argument("--format", choices=FORMATS, default="full", help="output format (default: full)")
+    check.add_argument("--color", choices=("auto", "always", "never"), default="auto", help=color_help)
+    check.add_argument("--warnings-as-errors", "-W", action="store_true", help="exit 1 on warnings too")
+    check.add_argument("--stdin-filename", metavar="NAME", default="<stdin>", help=stdin_help)
+    check.add_argument("--quiet", "-q", action="store_true", help="print only diagnostics, no summary")
+    add_walk_options(check)
+    return check
+
+
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse, reporting an unknown option with the usage of the subcommand it was given to."""
     given = sys.argv[1:] if argv is None else list(argv)
     # the subcommand is the first word that is not an option (the top level's options take no value)
-    parser, parsers = _parser(next((a for a in given if not a.startswith("-")), ""))
+    word = next((a for a in given if not a.startswith("-")), "")
+    parser, parsers = _parser(word)
+    commands = [name for name in parsers if " " not in name]
+    if word and word not in commands:
+        import difflib
+
+        close = difflib.get_close_matches(word, commands, n=1, cutoff=0.6)
+        hint = f"did you mean `{close[0]}`?" if close else f"the commands are {', '.join(commands)}"
+        parser.error(f"unknown command `{_short(word)}`: {hint} (`interlock --help` lists them)")
     args, extra = parser.parse_known_args(given)
     if extra:
         name = " ".join(n for n in (args.command, getattr(args, "db_command", None)) if n)
+        if name == "compile" and not any(e.startswith("-") for e in extra):
+            parsers[name].error(f"compile takes one file at a time, and was given {len(extra) + 1}: "
+                                f"{', '.join(_short(f, 40) for f in [args.file, *extra])}; compile each with its "
+                                "own `-o PLAN`, or check them all with `interlock check FILE...`")
         parsers.get(name, parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help(sys.stderr)
@@ -140,32 +188,38 @@ def _use_color(choice: str, stream: TextIO) -> bool:
     return stream.isatty()
 
 
-def _collect(paths: Sequence[str]) -> list[str]:
-    """Expand folders to their `*.wf` files (sorted); keep files and `-` as given."""
-    found: list[str] = []
-    seen: set[str] = set()
-    for raw in paths or ["."]:
-        if raw == "-":
-            found.append(raw)
-            continue
-        path = Path(raw)
-        if path.is_dir():
-            # every `*.wf` but folders: a FIFO, a device or a dangling link is reported by the reader (IL008),
-            # never dropped in silence
-            files = [str(p) for p in sorted(p for p in path.rglob("*.wf") if not p.is_dir() and not any(
-                part.startswith(".") for part in p.relative_to(path).parts))]
-            if not files:
-                raise UsageError(f"no .wf files under {_short(raw)}")
-        elif path.exists():
-            files = [raw]
-        else:
-            raise UsageError(f"no such file or folder: {_short(raw)}")
-        for name in files:
-            key = os.path.realpath(name)
-            if key not in seen:  # named twice, or also inside a folder given: checked once
-                seen.add(key)
-                found.append(name)
-    return found
+def add_walk_options(parser: argparse.ArgumentParser) -> None:
+    """`--exclude GLOB` and `--no-default-excludes`: the options of every command that walks folders."""
+    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="skip files and folders matching this gitignore-style glob, relative to the current "
+                             "folder, when walking folders (repeatable; adds to the configuration's `exclude`)")
+    parser.add_argument("--no-default-excludes", action="store_true",
+                        help="also walk hidden folders, venv/, .venv/, node_modules/, .tox/, build/, dist/ and "
+                             ".gitignore'd files (skipped by default)")
+
+
+def collect_with_config(paths: Sequence[str], args: argparse.Namespace | None = None,
+                        suffixes: tuple[str, ...] = (".wf",), what: str = ".wf files") -> list[tuple[str, Any]]:
+    """Each file to work on and the configuration that governs it (`interlock.walk.collect`); folders are walked
+    with the excludes of `args` (docs/language.md, "Configuration")."""
+    from .config import ConfigError
+    from .walk import Excludes, NothingFound, collect
+
+    excludes = Excludes(tuple(getattr(args, "exclude", None) or ()), not getattr(args, "no_default_excludes", False))
+    try:
+        return collect(paths, suffixes, excludes)
+    except NothingFound as exc:
+        raise UsageError(f"no {what} under {_short(str(exc))} (hidden, ignored and excluded files are skipped: "
+                         "--no-default-excludes walks them)") from None
+    except FileNotFoundError as exc:
+        raise UsageError(f"no such file or folder: {_short(str(exc))}") from None
+    except ConfigError as exc:
+        raise UsageError(f"configuration: {exc}") from None
+
+
+def _collect(paths: Sequence[str], args: argparse.Namespace | None = None) -> list[str]:
+    """Expand folders to their `*.wf` files (sorted, excludes applied); keep files and `-` as given."""
+    return [name for name, _ in collect_with_config(paths, args)]
 
 
 def _short(text: str, limit: int = 80) -> str:
@@ -173,24 +227,25 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
-def _compile_one(name: str, stdin_name: str, want_plan: bool) -> CompileResult:
+def _compile_one(name: str, stdin_name: str, want_plan: bool, ignore: frozenset[str] = frozenset()) -> CompileResult:
     from interlock.compiler import compile_bytes, compile_path
 
     if name == "-":
         from interlock.dsl.parser import DEFAULT_LIMITS
 
         data = sys.stdin.buffer.read(DEFAULT_LIMITS.max_bytes + 1)  # never slurp an unbounded stream
-        return compile_bytes(stdin_name, data, search_dir=Path.cwd(), want_plan=want_plan)
-    return compile_path(Path(name), want_plan=want_plan)
+        return compile_bytes(stdin_name, data, search_dir=Path.cwd(), want_plan=want_plan, ignore=ignore)
+    return compile_path(Path(name), want_plan=want_plan, ignore=ignore)
 
 
 def _check(args: argparse.Namespace) -> int:
     from interlock.dsl import render
 
-    files = _collect(args.paths)
+    entries = collect_with_config(args.paths, args)
+    files = [name for name, _ in entries]
     if files.count("-") > 1:
         raise UsageError("`-` (standard input) may be given once")
-    results = [_compile_one(f, args.stdin_filename, want_plan=False) for f in files]
+    results = [_compile_one(f, args.stdin_filename, want_plan=False, ignore=config.ignore) for f, config in entries]
     diagnostics = [d for r in results for d in r.diagnostics]
     sources = {name: src for r in results for name, src in r.sources.items()}
     errors = sum(1 for d in diagnostics if d.is_error)
@@ -205,8 +260,11 @@ def _check(args: argparse.Namespace) -> int:
     elif fmt == "json":
         text = render.render_json(diagnostics, summary=summary)
     elif fmt == "sarif":
-        text = render.render_sarif(diagnostics, tool_version=__version__,
-                                   files=[r.file for r in results])
+        from .explain import help_url
+
+        docs_url = next((config.docs_url for _, config in entries if config.docs_url), None)
+        text = render.render_sarif(diagnostics, tool_version=__version__, files=[r.file for r in results],
+                                   help_uri=lambda code, name: help_url(code, name, docs_url))
     else:
         text = render.render_github(diagnostics)
     if text:
@@ -220,9 +278,30 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def not_a_file(name: str, what: str, example: str, instead: str) -> str:
+    """Why `name`, given as a command's input file, is not one: absent, or a folder or something else, saying
+    `what` the command takes (one file, like `example` in that folder) and what to do `instead` with a folder."""
+    path, shown = Path(name), _short(name)
+    if not path.exists():
+        return f"no such file: {shown}"
+    if not path.is_dir():
+        return f"not a file: {shown} (not a regular file): {what}"
+    return f"{shown} is a folder: {what} (e.g. {shown}/{example}); {instead}"
+def _percent(raw: str) -> float:
+    """A `--threshold` value: a number from 0 to 100."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {raw!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"a percentage from 0 to 100, not {raw}")
+    return value
+
+
 def output_target(raw: str, example: str) -> Path:
     """Where `-o` writes, refused (`UsageError`) before anything is done when it cannot be written there; `example`
-    names a file the command would write (every command's `-o` says the same)."""
+    names a file the command would write (every command's `-o` says the same).  The file is then written with
+    `interlock.atomic.write_atomic`."""
     target = Path(raw)
     if target.is_dir():
         raise UsageError(f"-o {_short(raw)}: is a folder: give the file's name (e.g. {_short(raw)}/{example})")
@@ -230,26 +309,32 @@ def output_target(raw: str, example: str) -> Path:
     if not parent.is_dir():
         what = "is not a folder" if parent.exists() else "does not exist"
         raise UsageError(f"-o {_short(raw)}: the folder {_short(str(parent))} {what}: create it first")
+    from .atomic import refusal
+
+    why = refusal(target)
+    if why is not None:
+        raise UsageError(f"-o {_short(raw)}: {why}")
     return target
 
 
 def _relocate(plan_data: Any, main_dir: str) -> Any:
-    """The plan with every source path relative to the main file's folder (`<prelude:...>`-style names kept)."""
+    """The plan with every source path relative to the main file's folder (`<prelude:...>`-style names kept).  The
+    source positions are found by the plan models' types (`plan_layout`), never by their keys: an action argument
+    that happens to be a `{file, line, col}` map is left as written."""
+    from interlock.runtime.plan import plan_layout
+
     def rel(name: Any) -> Any:
         if not isinstance(name, str) or name.startswith("<"):
             return name
         return Path(os.path.relpath(os.path.abspath(name), main_dir)).as_posix()
 
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            if set(node) == {"file", "line", "col"}:
-                return {**node, "file": rel(node["file"])}
-            return {k: walk(v) for k, v in node.items()}
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        return node
-
-    data = walk(plan_data)
+    data = copy.deepcopy(plan_data)
+    for path, value in plan_layout(data)[1]:
+        if path[-1] == "source" and isinstance(value, dict):
+            node = data
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = {**value, "file": rel(value.get("file"))}
     data["sources"] = [rel(name) for name in data.get("sources", [])]
     return data
 
@@ -260,9 +345,11 @@ def _compile(args: argparse.Namespace) -> int:
 
     name = args.file
     if name != "-" and not Path(name).is_file():
-        raise UsageError(f"no such file: {_short(name)}" if not Path(name).exists() else f"not a file: {_short(name)}")
+        raise UsageError(not_a_file(name, "compile takes one .wf file", "FILE.wf",
+                                    f"`interlock check {_short(name)}` checks every .wf file of a folder"))
     target = output_target(args.output, "plan.json") if args.output and args.output != "-" else None
-    result = _compile_one(name, args.stdin_filename, want_plan=True)
+    ((_, config),) = collect_with_config([name])  # the warnings the project's configuration ignores stay quiet
+    result = _compile_one(name, args.stdin_filename, want_plan=True, ignore=config.ignore)
     if result.diagnostics:
         sys.stderr.write(render.render_full(result.diagnostics, result.sources,
                                             color=_use_color(args.color, sys.stderr)) + "\n")
@@ -276,9 +363,9 @@ def _compile(args: argparse.Namespace) -> int:
     plan = Plan.model_validate(_relocate(result.plan.model_dump(mode="json"), main_dir))
     text = dump_plan(plan)
     if target is not None:
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(target)
+        from .atomic import write_atomic
+
+        write_atomic(target, text)
     else:
         sys.stdout.write(text)
     return EXIT_OK

@@ -9,20 +9,22 @@ Exit status: 0 ran (or all passed), 1 a scenario has errors or an expectation fa
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["simulate", "test", "db", "run_scenario", "read_scenario", "CommandError"]
+__all__ = ["simulate", "test", "db", "run_scenario", "read_scenario", "plan_for", "scenario_files",
+           "open_empty_store", "CommandError"]
 
 
 class CommandError(Exception):
     """A problem with the command's input (exit 2)."""
 
 
-def _plan_for(scenario: Any) -> Any:
+def plan_for(scenario: Any) -> Any:
+    """The plan of a loaded scenario's workflow (`workflow:` file or inline `source:`); ScenarioError if it does
+    not compile."""
     from interlock.compiler import compile_path, compile_source
     from interlock.dsl import SourceFile
     from interlock.dsl.render import render_full
@@ -88,9 +90,9 @@ def _interlock_rows(url: str) -> list[str]:
         engine.dispose()
 
 
-def open_empty_store(url: str) -> Any:
+def open_empty_store(url: str, clock: Any = None) -> Any:
     """The store at `url`, refused (exit 2) when it holds any interlock rows: a simulation writes tasks, runs and
-    ledger rows, and must never mix them with a real host's."""
+    ledger rows, and must never mix them with a real host's.  `clock`: the simulator's (`SimClock`)."""
     from interlock.stores import open_store
     from interlock.stores.engine import check_url, display_url, is_memory_url
 
@@ -101,17 +103,20 @@ def open_empty_store(url: str) -> Any:
             raise CommandError(f"--store {display_url(url)} holds interlock data (rows in {', '.join(full)}): a "
                                "simulation would write into it. `--store` is for an empty database: give a new one "
                                "(e.g. sqlite:///sim.db) or leave the option out (sqlite://, in memory)")
-    return open_store(url)
+    return open_store(url, clock=clock)
 
 
-def run(scenario: Any, store_url: str = "sqlite://") -> Any:
-    """Compile a loaded scenario's workflow and simulate it on an empty store; returns the trace."""
+def run(scenario: Any, store_url: str = "sqlite://", on_record: Any = None) -> Any:
+    """Compile a loaded scenario's workflow and simulate it on an empty store; returns the trace (`on_record`:
+    called with each record as it is made)."""
+    from interlock.runtime.simulator import SimClock
     from interlock.runtime.simulator import simulate as run_on
 
-    plan = _plan_for(scenario)
-    store = open_empty_store(store_url)
+    plan = plan_for(scenario)
+    clock = SimClock()
+    store = open_empty_store(store_url, clock)
     try:
-        return run_on(scenario, plan, store)
+        return run_on(scenario, plan, store, on_record=on_record, clock=clock)
     finally:
         close = getattr(store, "close", None)
         if close is not None:
@@ -126,50 +131,6 @@ def run_scenario(path: Path, store_url: str = "sqlite://") -> tuple[Any, Any]:
     return scenario, run(scenario, store_url)
 
 
-def _summarise(record: dict[str, Any]) -> str:
-    skip = {"seq", "event", "record"}
-    parts = []
-    for key, value in record.items():
-        if key in skip or value is None or value == [] or value == {}:
-            continue
-        if isinstance(value, (dict, list)):
-            value = json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
-        parts.append(f"{key}={value}")
-    return " ".join(parts)
-
-
-def _print_table(records: list[dict[str, Any]]) -> None:
-    """The trace as a table: on a terminal wrapped to its width (long words folded, never cut); piped, one line
-    per record at whatever width it needs."""
-    from rich.console import Console
-    from rich.table import Table
-
-    rows = [(str(r["seq"]), str(r["event"]), str(r["record"]), _summarise(r)) for r in records]
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for name, justify in (("seq", "right"), ("event", "right"), ("record", "left"), ("details", "left")):
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    styles = {"error": "red", "warning": "yellow", "redelivery_discarded": "magenta", "arrival": "cyan",
-              "entry": "green", "summary": "bold"}
-    for r, row in zip(records, rows, strict=True):
-        table.add_row(*row, style=styles.get(r["record"]))
-    out = sys.stdout
-    width = None
-    if not out.isatty():
-        widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(("seq", "event", "record", "details"))]
-        width = sum(widths) + 3 * len(widths) + 1
-    Console(file=out, width=width, soft_wrap=False).print(table)
-
-
-def _write_trace(records: list[dict[str, Any]], fmt: str) -> None:
-    if fmt == "jsonl":
-        out = sys.stdout
-        for record in records:
-            out.write(json.dumps(record, sort_keys=False, default=str) + "\n")
-        out.flush()
-    else:
-        _print_table(records)
-
-
 def _scenario_error(exc: Exception) -> None:
     sys.stderr.write(f"{exc}\n")
 
@@ -178,77 +139,59 @@ def simulate(args: argparse.Namespace) -> int:
     from interlock.runtime.scenario import ScenarioError
     from interlock.stores.engine import check_url
 
+    from .traces import TraceWriter
+
     check_url(args.store)  # a bad URL is a usage error, whatever the scenario
     fmt = args.format or ("table" if sys.stdout.isatty() else "jsonl")
     try:
         scenario = read_scenario(args.scenario)
-        trace = run(scenario, args.store)
+        # each record is written (and flushed) as it is made: Ctrl-C or a refused event leaves the trace so far
+        run(scenario, args.store, on_record=TraceWriter(sys.stdout, fmt))
     except ScenarioError as exc:
-        if exc.trace is not None:  # the runtime refused an event: show what happened up to it
-            _write_trace(exc.trace.records, fmt)
         _scenario_error(exc)
         return 1
-    _write_trace(trace.records, fmt)
     return 0
 
 
-def _scenarios(paths: list[str]) -> list[Path]:
-    found: list[Path] = []
+def scenario_files(paths: list[str], args: argparse.Namespace | None = None) -> list[tuple[Path, str]]:
+    """The scenario files of the paths given (folders: *.yaml and *.yml, recursively, sorted, skipping what the
+    project's configuration and the default excludes leave out: `--exclude`, `--no-default-excludes`), each once,
+    with the name `-k` matches: its path under the folder given (`sub/x.yaml`), or its file name when given itself."""
+    from .config import ConfigError, load_config
+    from .walk import Excludes, walk_files
+
+    excludes = Excludes(tuple(getattr(args, "exclude", None) or ()), not getattr(args, "no_default_excludes", False))
+    found: list[tuple[Path, str]] = []
     seen: set[Path] = set()
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            files = sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file())
+            try:
+                config = load_config(p)
+            except ConfigError as exc:
+                raise CommandError(f"configuration: {exc}") from None
+            base = Path(os.path.abspath(p))
+            files = [(p / f.relative_to(base), f.relative_to(base).as_posix())
+                     for f in walk_files(p, (".yaml", ".yml"), excludes, config)]
             if not files:
                 raise CommandError(f"no .yaml or .yml files under {_short(raw)}")
         elif p.is_file():
-            files = [p]
+            files = [(p, p.name)]
         else:
             raise CommandError(f"no such file or folder: {_short(raw)}")
-        for f in files:
+        for f, name in files:
             key = f.resolve()
             if key not in seen:  # a file named twice (or inside a folder also named) runs once
                 seen.add(key)
-                found.append(f)
+                found.append((f, name))
     return found
 
 
 def test(args: argparse.Namespace) -> int:
-    from interlock.runtime.scenario import ScenarioError, load_scenario
-    from interlock.runtime.simulator import check_expectations
+    """`interlock test` (interlock/runner/)."""
+    from interlock.runner import run_tests
 
-    files = _scenarios(args.paths)
-    passed = failed = errors = 0
-    for path in files:
-        trace = None
-        try:
-            scenario = load_scenario(path)
-            if scenario.expect is None:
-                print(f"SKIP {path}: no `expect:` block")
-                continue
-            trace = run(scenario)
-        except ScenarioError as exc:
-            errors += 1
-            print(f"ERROR {path}")
-            for line in str(exc).splitlines():
-                print(f"  {line}")
-            continue
-        problems = check_expectations(scenario, trace)
-        if problems:
-            failed += 1
-            print(f"FAIL {path}")
-            for problem in problems:
-                print(f"  {problem}")
-            if args.verbose:
-                for record in trace.records:
-                    print("   ", json.dumps(record, default=str))
-        else:
-            passed += 1
-            print(f"PASS {path}")
-    if passed + failed + errors == 0:
-        raise CommandError("no scenario with an `expect:` block found")
-    print(f"{passed} passed, {failed} failed, {errors} error{'s' if errors != 1 else ''}")
-    return 1 if failed + errors else 0
+    return run_tests(args)
 
 
 def db(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ Post-processing, in order:
 - pydantic's OpenAPI `discriminator` unions become one shared definition that picks its variant with
   `if`/`then` on the tag (so an error points into the variant), and the tag is required: the loader
   refuses an expression or a sequence step without it;
-- the plan's `plan_version` is a required `const`, its `digest` a required `sha256:` + 64 hex string;
+- the plan's `plan_version` is a required `const`, its `digest` and `layout_digest` required `sha256:` + 64 hex strings;
 - the scenario's `events` are described in their YAML shape (one-key mappings, `redeliver: N`, the bare
   words `restart` and `recover`), not as the model's `Any`; an executor fault is a mapping or the word
   `missing`; the checks the models make in validators (exactly one of `workflow`/`source`, a decision by
@@ -65,8 +65,12 @@ _EVENTS = {
     "crash_after_commit": "The arrival commits, its entry dispatch is lost (route default `engine_transition`).",
     "recover": "The start-up sweep: dispatches entries that never ran, re-evaluates cut-short decisions; "
                "usually written bare: `- recover`.",
+    "advance": "Moves the simulator's clock (it starts at 2026-01-01T00:00:00Z) by a duration such as `4h`, "
+               "`90s` or `2d`, then ticks: due timers fire, due retries run.",
+    "tick": "Ticks without moving the clock: what is due fires; usually written bare: `- tick`.",
+    "redrive": "Redrives every open incident of the task: only what failed runs again.",
 }
-_BARE_EVENTS = ("restart", "recover")
+_BARE_EVENTS = ("restart", "recover", "tick")
 
 
 def schema_id(name: str) -> str:
@@ -105,9 +109,14 @@ def plan_schema() -> dict[str, Any]:
     props["plan_version"] = {"const": PLAN_VERSION,
                              "description": "The plan format's version: a runtime reads only its own."}
     props["digest"] = {"type": "string", "pattern": DIGEST_PATTERN, "minLength": 71, "maxLength": 71,
-                       "description": "sha256 over the plan's canonical JSON without this field; the loader "
-                                      "recomputes it and refuses a plan edited after compilation."}
-    root["required"] = _required(root, "plan_version", "digest")
+                       "description": "The plan's revision: sha256 over the canonical JSON of its meaning (every "
+                                      "field but the source positions, `sources`, `compiler` and the two "
+                                      "digests); the loader recomputes it and refuses a plan edited after "
+                                      "compilation. Reformatting a source never changes it."}
+    props["layout_digest"] = {"type": "string", "pattern": DIGEST_PATTERN, "minLength": 71, "maxLength": 71,
+                              "description": "sha256 over the plan's layout (the source positions, `sources` and "
+                                             "`compiler`), checked on load like `digest`."}
+    root["required"] = _required(root, "plan_version", "digest", "layout_digest")
     root["description"] = ("An executable plan as `interlock compile` writes it. The schema checks the shape; "
                            "the loader also checks the digest against the content and that every name the plan "
                            "uses is declared in it.")
@@ -121,7 +130,10 @@ def scenario_schema() -> dict[str, Any]:
     from interlock.runtime import scenario as sc
 
     bodies: dict[str, Any] = dict(sc._BODIES)  # the mapping-bodied events, by kind, as the reader validates them
-    expected = set(sc.EVENT_KINDS) - {"redeliver", *_BARE_EVENTS}
+    expected = set(sc.EVENT_KINDS) - {"redeliver", "advance", *_BARE_EVENTS}
+    if set(_BARE_EVENTS) != set(sc.BARE_EVENTS):
+        raise RuntimeError(f"the scenario reader's bare events changed ({sorted(sc.BARE_EVENTS)}): describe them "
+                           "in interlock/schemas.py")
     if set(bodies) != expected or set(_EVENTS) != set(sc.EVENT_KINDS):
         raise RuntimeError(f"the scenario reader's events changed ({sorted(sc.EVENT_KINDS)}): "
                            "describe the new ones in interlock/schemas.py")
@@ -145,7 +157,8 @@ def scenario_schema() -> dict[str, Any]:
     defs["Event"] = {
         "title": "Event",
         "description": "One event: a mapping with exactly one key, the event's kind (`- move: {task: T1, to: "
-                       "review}`, `- redeliver: 2`), or the bare word `restart` or `recover`.",
+                       "review}`, `- redeliver: 2`, `- advance: 4h`), or the bare word `restart`, `recover` or "
+                       "`tick`.",
         "type": ["object", "string"],
         "if": {"type": "string"},
         "then": {"enum": list(_BARE_EVENTS)},
@@ -155,6 +168,8 @@ def scenario_schema() -> dict[str, Any]:
     for kind in sc.EVENT_KINDS:
         if kind == "redeliver":
             kinds[kind] = {"type": "integer", "minimum": 1}
+        elif kind == "advance":
+            kinds[kind] = {"type": "string", "pattern": "^[0-9]+[smhd]$"}
         elif kind in _BARE_EVENTS:
             kinds[kind] = {"type": ["null", "object"], "maxProperties": 0}
         else:

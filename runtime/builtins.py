@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from . import keys
 from .errors import ActionFailed
 from .executors import ActionContext, Effect, ExecutorRegistry, StaticDirectory
 from .frozen import builder
@@ -44,15 +45,16 @@ def config_digest(kind: str, args: Mapping[str, Any]) -> str:
 
 
 def run_key(ctx: ActionContext, task_id: str, step_id: str, agent: str, args: Mapping[str, Any]) -> str | None:
-    """`<identity>:<step>:<task>:<agent>:<digest>`; None when the delivery has no identity."""
-    if ctx.entry_id is not None:
-        ident = f"entry:{ctx.entry_id}:{ctx.position}"
-    elif ctx.operation_id:
-        ident = operation_ident(ctx.operation_id)  # `op:`/`op#`: never an `entry:` key, bounded in length
-    else:
-        return None
+    """The delivery's key, the action's declared position, the step, task and agent (escaped) and the digest of the
+    action's configuration (`keys.run_key`); None when the delivery has no identity."""
+    base = ctx.delivery_key
+    if base is None:
+        if ctx.operation_id:  # a context built by hand (a host calling a built-in itself)
+            base = operation_ident(ctx.operation_id)
+        else:
+            return None
     digest = ctx.config_digest or config_digest(ctx.kind, args)  # the runtime computes the plan's once
-    return f"{ident}:{step_id}:{task_id}:{agent}:{digest}"
+    return keys.run_key(base, ctx.position, step_id, task_id, agent, digest)
 
 
 def merged_participants(store: Store, task_id: str, step_id: str) -> list[Participant]:
@@ -71,7 +73,8 @@ def _enqueue(ctx: ActionContext, store: Store, task_id: str, step_id: str, agent
         import uuid
 
         key = f"anon:{uuid.uuid4().hex}"
-    run = _queued_run(key, task_id, step_id, agent, reason, dict(payload), ctx.entry_id, ctx.operation_id)
+    run = _queued_run(key, task_id, step_id, agent, reason, dict(payload),
+                      ctx.entry_id if task_id == ctx.task.id else None, ctx.operation_id)
     if not store.enqueue_run(run):
         return None
     return {"kind": kind, "agent": agent, "reason": reason, "key": key, "target_task": task_id}

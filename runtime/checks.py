@@ -80,3 +80,11 @@ def check_mapping(value: Any, name: str, *, optional: bool = False) -> None:
 def check_bool(value: Any, name: str) -> None:
     if not isinstance(value, bool):
         raise RuntimeFault(f"`{name}` must be True or False, not {type(value).__name__}")
+
+
+def check_limit(value: Any, name: str = "limit", *, most: int = 100_000) -> None:
+    """A batch size: a whole number from 1 to `most`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RuntimeFault(f"`{name}` must be an integer, not {type(value).__name__}")
+    if not 1 <= value <= most:
+        raise RuntimeFault(f"`{name}` {value} is out of range (1 to {most})")

@@ -3,22 +3,27 @@
 
 Decisions are checked first (a verdict of `VERDICTS`, a role of the plan); every stored one is
 re-evaluated once (its mark is in the store, so `recover` finishes what a crash cut short) and leaves
-one `decision` record saying what happened.
+one `decision` record saying what happened, before the records of the arrival it caused.  A decision
+names its round — the task's activation it was made in (`entry_id`) —: one made for an activation the
+task has left is `superseded` and not stored (docs/runtime.md §6).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from .arrivals import Arrivals
 from .checks import check_id, check_ledger_id
 from .errors import RuntimeFault, UnknownStepError, UnknownTaskError
 from .exits import Exits
+from .guards import TransitionGuards, reads_quorum
 from .index import PlanIndex
+from .options import transition_options
 from .quorum import REJECTIONS, seats
-from .recorder import Recorder
 from .records import MESSAGES
 from .results import DecisionResult
+from .revision import Revision
 from .store import Decision, Store, TaskState
-from .triggers import quorum_of
 
 __all__ = ["Decisions", "VERDICTS"]
 
@@ -30,13 +35,14 @@ class Decisions:
     """Decisions: store, re-evaluate guarded transitions, move with a compare-and-swap.  Uses the plan index, the
     store, the exits, the arrivals and the recorder."""
 
-    def __init__(self, index: PlanIndex, store: Store, exits: Exits, arrivals: Arrivals,
-                 recorder: Recorder) -> None:
-        self.index = index
+    def __init__(self, revision: Revision, store: Store, exits: Exits, arrivals: Arrivals,
+                 guards: TransitionGuards) -> None:
+        self.index: PlanIndex = revision.index
         self.store = store
         self.exits = exits
         self.arrivals = arrivals
-        self.recorder = recorder
+        self.recorder = revision.recorder
+        self.guards = guards
 
     def _task(self, task_id: str) -> TaskState:
         task = self.store.get_task(task_id)
@@ -47,7 +53,7 @@ class Decisions:
 
     # ---- decisions -------------------------------------------------------------------------------------
     def record_decision(self, task_id: str, *, verdict: str, agent: str | None = None, user: str | None = None,
-                        role: str = "", session_id: str | None = None) -> DecisionResult:
+                        role: str = "", session_id: str | None = None, entry_id: int | None = None) -> DecisionResult:
         """Store a decision at the task's current step and re-evaluate its guarded `on_turn_complete`
         transitions; a satisfied one moves the task with a compare-and-swap (route `decision`).  Checked first
         (docs/runtime.md §2, "Decisions are checked"): the verdict is one of `VERDICTS`, an agent names a role of
@@ -66,13 +72,22 @@ class Decisions:
             raise RuntimeFault("an agent's decision names its role")
         if role and role not in self.index.roles:
             raise RuntimeFault(f"role {role!r} is not a role of the plan (roles: {', '.join(sorted(self.index.roles))})")
+        if entry_id is not None:
+            check_ledger_id(entry_id, "entry_id")
         task = self._task(task_id)
         if task.workflow_id is None or task.step_id is None:
             raise UnknownStepError(f"task `{task_id}` is at no step")
-        step = self.index.step(task.workflow_id, task.step_id)
+        who = {"agent": agent} if agent is not None else {"user": user}
+        if entry_id is not None and task.entry_id != entry_id:
+            self.recorder.superseded(task.id, entry_id, task.entry_id, trigger="decision", verdict=verdict, **who)
+            return DecisionResult(0, task.id, task.step_id, superseded=True)
+        step = self.index.steps.get((task.workflow_id, task.step_id))
+        if step is None:
+            self.recorder.stranded(task.id, task.workflow_id, task.step_id, trigger="decision", **who)
+            return DecisionResult(0, task.id, task.step_id, stranded=True)
         decision = self.store.record_decision(Decision(
             task_id, step.id, "agent" if agent is not None else "user", agent if agent is not None else user or "",
-            role, verdict, session_id=session_id))
+            role, verdict, session_id=session_id, entry_id=task.entry_id))
         return self.reevaluate_decision(task.id, step.id, decision)
 
     def reevaluate(self, task_id: str, step_id: str, decision_id: int, *, actor: str | None = None,
@@ -95,36 +110,44 @@ class Decisions:
         re-evaluation is marked in the store); its `decision` record when `record`."""
         task = self._task(task_id)
         assert task.workflow_id is not None
-        step = self.index.step(task.workflow_id, step_id)
+        step = self.index.steps.get((task.workflow_id, step_id))
+        if step is None:  # a step the plan does not have (stranded): nothing to re-evaluate under this plan
+            self.recorder.stranded(task.id, task.workflow_id, step_id, trigger="decision", decision_id=decision.id)
+            return DecisionResult(decision.id, task.id, step_id, stranded=True)
         decision_id, session_id = decision.id, decision.session_id
         agent = decision.decider_id if decision.decider_type == "agent" else None
         user = decision.decider_id if decision.decider_type != "agent" else None
 
+        guards: list[dict[str, Any]] = []  # the guards evaluated, for the record
+
         def done(result: str, outcome: DecisionResult) -> DecisionResult:
             if record:
-                self._decision_record(task.id, step.id, decision, result)
+                self._decision_record(task.id, step.id, decision, result, guards)
             return outcome
 
         if self.store.decision_evaluated(decision_id):
             self.recorder.redelivery("silent", task=task.id, decision_id=decision_id, trigger="decision")
             return DecisionResult(decision_id, task.id, step.id, idempotent=True)
-        if task.step_id != step.id:  # the task left the decision's step: nothing to re-evaluate
+        if task.step_id != step.id or (decision.entry_id is not None and task.entry_id is not None
+                                       and decision.entry_id != task.entry_id):
+            # the task left the decision's step (or its round): nothing to re-evaluate
             self.store.mark_decision_evaluated(decision_id)
             return done("ignored", DecisionResult(decision_id, task.id, step.id, abandoned=True))
-        target = None
+        target = options = None
         approval = False  # a satisfied guard on a `requires_approval` transition: a person must move the task
+        payload = self._payload("on_turn_complete")
         for action in step.handlers.get("on_turn_complete", ()):
-            if action.action_class != "transition" or action.guard is None:
+            # a decision can change only what counts decisions: the transitions whose guard reads a quorum
+            if action.action_class != "transition" or not reads_quorum(action):
                 continue
-            q = quorum_of(self.store, self.index, action, task, step.id, task.workflow_id)
-            if not q.satisfied:
-                self.recorder.counters.skip(f"quorum:{q.reason}")
+            if not self.guards.holds(action, task, task.workflow_id, step.id, payload, guards):
                 continue
             if action.requires_approval:
                 approval = approval or (action.target_step is not None and action.target_step != step.id)
                 continue
             if action.target_step is not None and action.target_step != step.id:
                 target = action.target_step
+                options = transition_options(action.args, action.kind)  # ADR 0043: its arrival's entry options
                 break
         if target is None:
             self.store.mark_decision_evaluated(decision_id)
@@ -142,17 +165,27 @@ class Decisions:
             if failure is not None:  # the move is refused; a later decision (or `recover`) evaluates again
                 return done("refused", DecisionResult(decision_id, task.id, step.id, abandoned=True))
         destination = self.index.steps.get((wf_id, target))
-        result, entered = self.arrivals.write(
-            lambda store: (store.move_task(task.id, wf_id, target, route="decision",
-                                           actor_kind="agent" if agent else "human", actor_id=agent or user,
-                                           session_id=session_id, expected_step_id=from_step,
-                                           decision_id=decision_id), destination),
+        result, progress = self.arrivals.write(
+            lambda store, stamp: (store.move_task(task.id, wf_id, target, route="decision",
+                                                  actor_kind="agent" if agent else "human", actor_id=agent or user,
+                                                  session_id=session_id, expected_step_id=from_step,
+                                                  expected_entry_id=task.entry_id, decision_id=decision_id,
+                                                  arrival_options=options, **stamp), destination),
             task.id, session_id)
         if result.status != "moved":  # another writer moved the task first
             return done("refused", DecisionResult(decision_id, task.id, step.id, abandoned=True))
-        self.recorder.counters.add("transitions")
-        arrival = self.arrivals.arrived(result.ledger, task.id, step.id, session_id, entered=entered)
-        return done("moved", DecisionResult(decision_id, task.id, step.id, transitioned=True, arrival=arrival))
+        if record:  # causes first: the decision's record, then the arrival and the entry it caused
+            self._decision_record(task.id, step.id, decision, "moved", guards,
+                                  seated=self._seated(task, step.id, decision))
+        arrival = self.arrivals.arrived(result.ledger, task.id, step.id, session_id, progress=progress,
+                                        destination=destination, counts=("transitions", "arrivals"))
+        return DecisionResult(decision_id, task.id, step.id, transitioned=True, arrival=arrival)
+
+    def _payload(self, trigger: str) -> dict[str, Any]:
+        """The payload a decision's re-evaluation gives `trigger`'s guards: no delivery, so every declared
+        parameter at its default."""
+        declared = self.index.triggers.get(trigger)
+        return {p.name: p.default for p in declared.params} if declared is not None else {}
 
     def _seated(self, task: TaskState, step_id: str, decision: Decision) -> bool:
         """Whether the decider holds a seat of the decision's role for the task at the step."""
@@ -162,12 +195,14 @@ class Decisions:
         return any(p.agent == decision.decider_id
                    for p in seats(participants, task_id=task.id, step_id=step_id, role=decision.role))
 
-    def _decision_record(self, task_id: str, step_id: str, decision: Decision, result: str) -> None:
+    def _decision_record(self, task_id: str, step_id: str, decision: Decision, result: str,
+                         guards: list[dict[str, Any]], *, seated: bool | None = None) -> None:
         if not self.recorder.active:
             return
-        task = self.store.get_task(task_id)
-        seated = task is not None and self._seated(task, step_id, decision)
+        if seated is None:
+            task = self.store.get_task(task_id)
+            seated = task is not None and self._seated(task, step_id, decision)
         who = {"agent": decision.decider_id} if decision.decider_type == "agent" else {"user": decision.decider_id}
         self.recorder.emit("decision", "info", MESSAGES["decision"], task=task_id, step=step_id, verdict=decision.verdict,
                   **who, role=decision.role, seated=seated, result=result, decision_id=decision.id,
-                  session=decision.session_id)
+                  session=decision.session_id, entry_id=decision.entry_id, guards=guards)

@@ -3,7 +3,8 @@
 An executor is `fn(args, ctx) -> effects`: `args` are the action's arguments from the
 plan (defaults filled in, checked against the kind's parameter types before the call),
 `ctx` names the task, step, trigger, entry id or operation id and carries a ready-made
-idempotency key.  It returns a list of effect dicts (what took effect, for records) or
+idempotency key; an entry's executors also read the arrival's one-shot options
+(`ctx.arrival_options`, ADR 0043).  It returns a list of effect dicts (what took effect, for records) or
 None.  Raising `ActionFailed` is an ordinary failure; any other exception is a fault
 that the runtime contains and records.
 """
@@ -16,7 +17,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .coroutines import refuse_async
 from .frozen import fast_init
+from .options import NO_OPTIONS
 from .store import Store, TaskState
 
 if TYPE_CHECKING:
@@ -35,10 +38,11 @@ class RuntimeCalls(Protocol):
     store: Store
 
     def create_task(self, task_id: str, workflow_id: str, step_id: str | None = None, *,
-                    description: str = "", session_id: str | None = None) -> ArrivalResult: ...
+                    description: str = "", session_id: str | None = None,
+                    options: Mapping[str, Any] | None = None) -> ArrivalResult: ...
 
     def move(self, task_id: str, to_step: str, *, route: str = "manual_move",
-             session_id: str | None = None) -> ArrivalResult: ...
+             session_id: str | None = None, options: Mapping[str, Any] | None = None) -> ArrivalResult: ...
 
     def switch_workflow(self, task_id: str, workflow_id: str, step_id: str | None = None, *,
                         session_id: str | None = None) -> ArrivalResult: ...
@@ -63,7 +67,7 @@ class ActionContext:
     trigger: str
     position: int
     idempotency_key: str | None
-    entry_id: int | None = None
+    entry_id: int | None = None  # the activation the call belongs to (an entry's own row; else the task's current)
     operation_id: str | None = None
     session_id: str | None = None
     payload: Mapping[str, Any] = field(default_factory=dict)
@@ -72,6 +76,11 @@ class ActionContext:
     directory: Directory | None = None
     workflow_steps: tuple[str, ...] = ()  # every step id of the task's workflow
     config_digest: str | None = None  # the digest of the action's configuration, when the runtime has it
+    attempt: int = 1  # 1-based: the tries of this action the runtime started (a re-run carries the same key)
+    delivery_key: str | None = None  # the key of the delivery this call belongs to (runs' keys derive from it)
+    plan: str | None = None  # the plan revision the delivery runs under
+    # entry only: the arrival's one-shot options, read-only (ADR 0043); the factory hands out one shared empty view
+    arrival_options: Mapping[str, Any] = field(default_factory=lambda: NO_OPTIONS)
 
     def with_store(self, store: Store) -> ActionContext:
         """This context for a call inside the unit `store`."""
@@ -134,6 +143,9 @@ class ExecutorRegistry:
         """Kind -> registered executor: a read-only live view (the runtime's hot path reads it directly)."""
 
     def register(self, kind: str, fn: Executor, *, transactional: bool = False, replayable: bool = False) -> None:
+        """Register `fn` for `kind` (replacing any).  An `async def` executor is refused: `AsyncRuntime.register`
+        takes those."""
+        refuse_async(fn, f"executor `{kind}`")
         if replayable and not transactional:
             raise ValueError(f"executor `{kind}`: only a transactional executor can be replayable")
         self._entries[kind] = RegisteredExecutor(fn, transactional, replayable)
@@ -164,3 +176,4 @@ class ExecutorRegistry:
         new._entries = dict(self._entries)
         new.entries = MappingProxyType(new._entries)
         return new
+

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from .plan import BinX, LitX, NotX, PathX, PlanExpr
+from .errors import RuntimeFault
+from .plan import BinX, LitX, NotX, PathX, PlanExpr, QuorumX
 
 __all__ = ["evaluate", "lookup", "empty"]
 
@@ -26,7 +27,9 @@ def lookup(scope: Mapping[str, Any], path: tuple[str, ...]) -> Any:
     return value
 
 
-def evaluate(expr: PlanExpr, scope: Mapping[str, Any]) -> Any:
+def evaluate(expr: PlanExpr, scope: Mapping[str, Any], quorum: Callable[[QuorumX], bool] | None = None) -> Any:
+    """The value of `expr` over `scope`; `quorum` answers a transition guard's `quorum(…)` (`and` and `or` stop at
+    the first side that decides, so a quorum the other side decides is never counted)."""
     if isinstance(expr, LitX):
         return expr.value
     if isinstance(expr, PathX):
@@ -35,15 +38,19 @@ def evaluate(expr: PlanExpr, scope: Mapping[str, Any]) -> Any:
             return {"str": "", "int": 0, "bool": False}.get(expr.type)
         return value
     if isinstance(expr, NotX):
-        return not evaluate(expr.arg, scope)
+        return not evaluate(expr.arg, scope, quorum)
+    if isinstance(expr, QuorumX):
+        if quorum is None:  # a plan's references are checked on load: only a hand-built plan gets here
+            raise RuntimeFault("`quorum(…)` outside a transition's guard")
+        return bool(quorum(expr))
     assert isinstance(expr, BinX)
     if expr.op == "or":
-        return bool(evaluate(expr.left, scope)) or bool(evaluate(expr.right, scope))
+        return bool(evaluate(expr.left, scope, quorum)) or bool(evaluate(expr.right, scope, quorum))
     if expr.op == "and":
-        return bool(evaluate(expr.left, scope)) and bool(evaluate(expr.right, scope))
+        return bool(evaluate(expr.left, scope, quorum)) and bool(evaluate(expr.right, scope, quorum))
     if expr.op == "==":
-        return bool(evaluate(expr.left, scope) == evaluate(expr.right, scope))
+        return bool(evaluate(expr.left, scope, quorum) == evaluate(expr.right, scope, quorum))
     if expr.op == "!=":
-        return bool(evaluate(expr.left, scope) != evaluate(expr.right, scope))
-    left = evaluate(expr.left, scope)
-    return evaluate(expr.right, scope) if empty(left) else left
+        return bool(evaluate(expr.left, scope, quorum) != evaluate(expr.right, scope, quorum))
+    left = evaluate(expr.left, scope, quorum)
+    return evaluate(expr.right, scope, quorum) if empty(left) else left

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import UnknownStepError, UnknownWorkflowError
-from .plan import Plan, PlanAction, PlanKind, PlanSequence, PlanStep, PlanTrigger, PlanWorkflow
+from .options import transition_options
+from .plan import Plan, PlanAction, PlanKind, PlanRetry, PlanSequence, PlanStep, PlanTrigger, PlanWorkflow
 
 __all__ = ["EXIT_TRIGGER", "Handler", "NO_HANDLER", "PlanIndex", "compile_handler"]
 
@@ -29,7 +30,7 @@ class Handler:
     needs no approval has no guard (or there is none): its `target` is then the step the task goes
     to whatever happens, no guard is evaluated, and only `runs` are walked.  `exit` is the step's own
     `on_exit` handler, run before a transition leaves the step; `destination` the step `target` names (when
-    known)."""
+    known); `options` the entry options of that transition's arrival."""
 
     actions: tuple[PlanAction, ...]
     kinds: tuple[str, ...]
@@ -39,6 +40,7 @@ class Handler:
     workflow_steps: tuple[str, ...]
     exit: Handler | None = None
     destination: PlanStep | None = None
+    options: str | None = None  # the known target's transition's arrival options, canonical JSON (ADR 0043)
 
 
 NO_HANDLER = Handler((), (), (), True, None, ())
@@ -50,11 +52,12 @@ def compile_handler(actions: Sequence[PlanAction], workflow_steps: tuple[str, ..
     """`steps`: the workflow's steps by id (the known target's `destination` is looked up there)."""
     runs = tuple(a for a in actions if a.action_class != "transition")
     first = next((a for a in actions if a.action_class == "transition" and not a.requires_approval), None)
-    known = first is None or first.guard is None
+    known = first is None or (first.guard is None and first.when is None)
     target = first.target_step if known and first is not None else None
     destination = steps.get(target) if steps is not None and target is not None else None
+    options = transition_options(first.args, first.kind) if known and first is not None else None
     return Handler(tuple(actions), tuple(a.kind for a in runs), runs, known, target, workflow_steps, exit,
-                   destination)
+                   destination, options)
 
 
 class PlanIndex:
@@ -79,6 +82,14 @@ class PlanIndex:
         self.records: Mapping[str, Mapping[str, str]] = {r.name: r.fields for r in plan.records}
         self.roles: frozenset[str] = frozenset(plan.roles)
         self.entry_trigger = plan.entry_policy.trigger
+        # a step's timers (`after`/`every`, RUNTIME §7) compiled like handlers; the task kinds' retry policies
+        self.timer_handlers: Mapping[tuple[str, str, int], Handler] = {
+            (wf.id, s.id, i): compile_handler(t.actions, self.step_ids[wf.id], self.exits.get((wf.id, s.id)),
+                                              by_id[wf.id])
+            for wf in plan.workflows for s in wf.steps for i, t in enumerate(s.timers)}
+        self.retries: Mapping[str, PlanRetry] = {k.name: k.retry for k in plan.kinds if k.retry is not None}
+        # whether anything of this plan is ever due (timers, retries): arrivals then clear a task's old due rows
+        self.due_work = bool(self.timer_handlers or self.retries)
         # triggers whose payload has nothing to check (no parameters): `fire` skips the check for them
         self.paramless: frozenset[str] = frozenset(t.name for t in plan.triggers
                                                    if not t.params and t.name != self.entry_trigger)

@@ -1,291 +1,92 @@
 """Plan JSON in, validated `Plan` out (and back): the versioned contract between compiler and runtime.
 
-The runtime owns these models; the compiler only fills them.  A plan is self-contained:
+The runtime owns the models (`plan_model.py`, re-exported here); the compiler only fills them.  A plan is self-contained:
 vocabulary, entry policy, workflows with their handlers, and dispatch sequences, each
 action and guard carrying a `SourceRef` back to the `.wf` line it came from.  A plan
-carries a digest of its own content, so a hand-edited or truncated plan is refused.
+carries a digest of its meaning (its revision: source positions, file names and the compiler
+version are left out, so reformatting never changes it) and one of that layout, so a hand-edited
+or truncated plan is refused (runtime/plan_digest.py, ADR 0040).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Union
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from .vocabulary import ActionClass, Level, Stage, Threshold
+from .plan_model import (
+    PLAN_VERSION,
+    AgentProfile,
+    BinX,
+    EntryPolicy,
+    GuardOutcome,
+    LitX,
+    LoadStep,
+    NotX,
+    PathX,
+    Plan,
+    PlanAction,
+    PlanError,
+    PlanExpr,
+    PlanGuard,
+    PlanKind,
+    PlanOperation,
+    PlanParam,
+    PlanRecord,
+    PlanRetry,
+    PlanSequence,
+    PlanStep,
+    PlanTimer,
+    PlanTrigger,
+    PlanWorkflow,
+    QuorumX,
+    SessionTarget,
+    SkipStep,
+    SourceRef,
+)
+from .plan_rules import structure_problems
 
 __all__ = [
     "PLAN_VERSION", "PlanError", "SourceRef", "PlanParam", "PlanTrigger", "PlanKind", "PlanRecord",
-    "PlanGuard", "PlanAction", "AgentProfile", "PlanStep", "PlanWorkflow", "EntryPolicy", "PathX", "LitX", "NotX",
-    "BinX", "PlanExpr", "GuardOutcome", "SkipStep", "LoadStep", "PlanOperation", "PlanSequence",
-    "Plan", "load_plan", "dump_plan", "plan_digest", "reference_problems",
+    "PlanGuard", "PlanAction", "PlanTimer", "PlanRetry", "AgentProfile", "SessionTarget", "PlanStep", "PlanWorkflow", "EntryPolicy", "PathX", "LitX", "NotX",
+    "BinX", "QuorumX", "PlanExpr", "GuardOutcome", "SkipStep", "LoadStep", "PlanOperation", "PlanSequence",
+    "Plan", "load_plan", "dump_plan", "plan_digest", "layout_digest", "seal_digests", "plan_layout",
+    "reference_problems",
 ]
 
-PLAN_VERSION = 1
 
-JsonValue = Any
+def plan_layout(data: Any) -> tuple[Any, list[tuple[tuple[str | int, ...], Any]]]:
+    """Plan JSON data split into its meaning and its layout (runtime/plan_digest.py)."""
+    from .plan_digest import split_layout
 
-
-class PlanError(Exception):
-    """A plan that cannot be used: unreadable, of another version, corrupted or edited."""
-
-
-class _PlanModel(BaseModel):
-    """The base of every plan model: frozen, extra keys forbidden (a hand-edited plan is refused, not guessed at)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-class SourceRef(_PlanModel):
-    """Where a plan node was written: the `.wf` file (relative to the main file's folder) and line, column."""
-
-    file: str
-    line: int
-    col: int
-
-
-class PlanParam(_PlanModel):
-    """A declared parameter of a trigger or an action kind: its name, plan type, whether it is required, its default."""
-
-    name: str
-    type: str
-    required: bool
-    default: JsonValue = None
-
-
-class PlanTrigger(_PlanModel):
-    """A trigger: its name, whether it is the entry trigger, and its payload's parameters."""
-
-    name: str
-    entry: bool = False
-    params: tuple[PlanParam, ...] = ()
-
-
-class PlanKind(_PlanModel):
-    """An action kind: its class (session, task or transition), parameters and the triggers it may be declared on."""
-
-    name: str
-    action_class: ActionClass
-    params: tuple[PlanParam, ...] = ()
-    triggers: tuple[str, ...]
-    source: SourceRef
-
-
-class PlanRecord(_PlanModel):
-    """A record type dispatch sequences read: its fields and their plan types."""
-
-    name: str
-    fields: dict[str, str]
-
-
-class PlanGuard(_PlanModel):
-    """A transition's `when quorum(role, threshold)`; `count` is N of `n_approve(N)`."""
-
-    role: str
-    threshold: Threshold
-    count: int | None = None
-    source: SourceRef
-
-
-class PlanAction(_PlanModel):
-    """One declared action of a handler, arguments resolved and defaults filled in."""
-
-    position: int
-    kind: str
-    action_class: ActionClass
-    args: dict[str, JsonValue] = {}
-    guard: PlanGuard | None = None
-    requires_approval: bool = False
-    target_step: str | None = None  # transitions: the resolved destination (None: no such step)
-    source: SourceRef
-
-
-class AgentProfile(_PlanModel):
-    """An agent profile the host should use (ADR 0033): an id, or a portable (agent_name, model, mode) triple."""
-
-    id: str | None = None
-    agent_name: str | None = None
-    model: str | None = None
-    mode: str | None = None
-
-
-class PlanStep(_PlanModel):
-    """A step: its attributes, its handlers by trigger, and its entry split into the actions the runtime dispatches and the kinds the host runs inline."""
-
-    id: str
-    title: str
-    position: int
-    start: bool = False
-    manual_move: bool = False
-    terminal: bool = False
-    stage: Stage = "custom"
-    prompt: str | None = None
-    wip_limit: int = 0
-    pull_from: str | None = None
-    # Host metadata (ADR 0033): kept for the host, never run by the runtime.
-    description: str | None = None
-    color: str | None = None
-    show_in_command_panel: bool = False
-    auto_archive_after_hours: int = 0
-    auto_advance_requires_signal: bool = False
-    cancel_triggers_turn_complete: bool = False
-    agent_profile: AgentProfile | None = None
-    handlers: dict[str, tuple[PlanAction, ...]] = {}
-    entry_dispatch: tuple[PlanAction, ...] = ()  # on_enter actions the runtime dispatches, declared order
-    entry_inline: tuple[str, ...] = ()  # on_enter kinds the host runs inline (excluded), declared order
-    source: SourceRef
-
-
-class PlanWorkflow(_PlanModel):
-    """A workflow: its steps in position order and its start step."""
-
-    id: str
-    title: str
-    hidden: bool = False
-    description: str | None = None  # host metadata (ADR 0033)
-    prompt: str | None = None  # workflow-level instructions the host prepends at every step entry
-    agent_profile: AgentProfile | None = None
-    start_step: str
-    steps: tuple[PlanStep, ...]
-    source: SourceRef
-
-
-class EntryPolicy(_PlanModel):
-    """The entry policy: the entry trigger and the kinds it dispatches or excludes (every entry-capable kind in exactly one list)."""
-
-    trigger: str
-    exclude: tuple[str, ...]
-    dispatch: tuple[str, ...]
-
-
-# ---- dispatch-sequence expressions ------------------------------------------------------
-
-
-class PathX(_PlanModel):
-    """An expression reading a field path (`event.session_id`) of the given plan type."""
-
-    op: Literal["path"] = "path"
-    path: tuple[str, ...]
-    type: str
-
-
-class LitX(_PlanModel):
-    """An expression that is a literal string, integer or boolean."""
-
-    op: Literal["lit"] = "lit"
-    value: str | int | bool
-
-
-class NotX(_PlanModel):
-    """`not ARG`."""
-
-    op: Literal["not"] = "not"
-    arg: PlanExpr
-
-
-class BinX(_PlanModel):
-    """A binary expression: `or`, `and`, `==`, `!=` or `??` (the first non-empty)."""
-
-    op: Literal["or", "and", "==", "!=", "??"]
-    left: PlanExpr
-    right: PlanExpr
-
-
-PlanExpr = Annotated[Union[PathX, LitX, NotX, BinX], Field(discriminator="op")]
-
-
-
-class GuardOutcome(_PlanModel):
-    """What a `load` case leads to: the guard that matches, its level and message."""
-
-    guard: str
-    level: Level
-    message: str | None = None
-
-
-class SkipStep(_PlanModel):
-    """A `skip` guard of a dispatch sequence: matched when its `when` holds; recording unless `silent`."""
-
-    step: Literal["skip"] = "skip"
-    guard: str
-    level: Level
-    message: str | None = None
-    when: PlanExpr
-    source: SourceRef
-
-
-class LoadStep(_PlanModel):
-    """A `load` of a dispatch sequence: a record read by the host's loader, with its missing and error cases."""
-
-    step: Literal["load"] = "load"
-    name: str
-    loader: str
-    args: tuple[PlanExpr, ...]
-    on_missing: GuardOutcome | None = None
-    on_error: GuardOutcome | None = None
-    source: SourceRef
-
-
-class PlanOperation(_PlanModel):
-    """An `operation` line: the operation id's template, split into literal text and field paths, and its `when`."""
-
-    template: str
-    parts: tuple[str | tuple[str, ...], ...]  # literal text or a field path
-    when: PlanExpr | None = None
-    source: SourceRef
-
-
-class PlanSequence(_PlanModel):
-    """A dispatch sequence: its trigger, event record, guards and loads in order, operation lines and payload."""
-
-    name: str
-    trigger: str
-    event: str
-    steps: tuple[Annotated[Union[SkipStep, LoadStep], Field(discriminator="step")], ...]
-    operations: tuple[PlanOperation, ...]
-    payload: dict[str, PlanExpr]
-    source: SourceRef
-
-
-class Plan(_PlanModel):
-    """A compiled plan: versioned, digested, data only; what the runtime interprets (`load_plan` checks it)."""
-
-    plan_version: int = PLAN_VERSION
-    compiler: str
-    sources: tuple[str, ...]
-    triggers: tuple[PlanTrigger, ...]
-    roles: tuple[str, ...]
-    kinds: tuple[PlanKind, ...]
-    records: tuple[PlanRecord, ...]
-    entry_policy: EntryPolicy
-    workflows: tuple[PlanWorkflow, ...]
-    sequences: tuple[PlanSequence, ...]
-    digest: str = ""
-
-    def workflow(self, workflow_id: str) -> PlanWorkflow | None:
-        for wf in self.workflows:
-            if wf.id == workflow_id:
-                return wf
-        return None
-
-
-def _canonical(data: dict[str, Any]) -> str:
-    body = {k: v for k, v in data.items() if k != "digest"}
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return split_layout(data, Plan, SourceRef)
 
 
 def plan_digest(data: dict[str, Any]) -> str:
-    """sha256 over the plan's canonical JSON without its `digest` field."""
-    return "sha256:" + hashlib.sha256(_canonical(data).encode()).hexdigest()
+    """sha256 over the canonical JSON of the plan's meaning: everything but its layout (every source position,
+    `sources`, `compiler`) and its two digests.  The plan's revision: `fmt` never changes it."""
+    from .plan_digest import sha256_of
+
+    return sha256_of(plan_layout(data)[0])
+
+
+def layout_digest(data: dict[str, Any]) -> str:
+    """sha256 over the canonical JSON of the plan's layout, as `[path, value]` pairs in document order."""
+    from .plan_digest import sha256_of
+
+    return sha256_of([[list(path), value] for path, value in plan_layout(data)[1]])
+
+
+def seal_digests(data: dict[str, Any]) -> dict[str, Any]:
+    """Plan JSON data with `digest` and `layout_digest` computed from its content (a new dict)."""
+    return {**data, "digest": plan_digest(data), "layout_digest": layout_digest(data)}
 
 
 def dump_plan(plan: Plan) -> str:
-    """Deterministic JSON text for a plan, digest filled in (byte-identical for identical plans)."""
-    data = plan.model_dump(mode="json")
-    data["digest"] = plan_digest(data)
+    """Deterministic JSON text for a plan, digests filled in (byte-identical for identical plans)."""
+    data = seal_digests(plan.model_dump(mode="json"))
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -303,16 +104,17 @@ def load_plan(text: str | bytes, *, verify_digest: bool = True) -> Plan:
                         "writes never does); recompile the workflow")
     version = data.get("plan_version")
     if version != PLAN_VERSION:
+        older = isinstance(version, int) and not isinstance(version, bool) and 1 <= version < PLAN_VERSION
         raise PlanError(
             f"plan version {version!r} is not supported: this runtime reads plan version {PLAN_VERSION}; "
-            "recompile the workflow with `interlock compile`")
+            "recompile the workflow with `interlock compile`"
+            + (" (the plan was written by an older interlock)" if older else ""))
     if verify_digest:
-        digest = data.get("digest")
         try:
-            expected = plan_digest(data)
+            expected = seal_digests(data)
         except RecursionError:  # nested just below the JSON decoder's limit: not a plan either way
             raise PlanError("plan is nested too deeply to be a plan") from None
-        if not isinstance(digest, str) or digest != expected:
+        if any(not isinstance(data.get(k), str) or data.get(k) != expected[k] for k in ("digest", "layout_digest")):
             raise PlanError("plan digest does not match its content: the plan was modified or truncated "
                             "after compilation; recompile it with `interlock compile`")
     try:
@@ -327,6 +129,11 @@ def load_plan(text: str | bytes, *, verify_digest: bool = True) -> Plan:
         more = f" (and {len(unresolved) - 5} more)" if len(unresolved) > 5 else ""
         raise PlanError(f"plan references do not resolve: {'; '.join(unresolved[:5])}{more}; "
                         "recompile the workflow with `interlock compile`")
+    broken = structure_problems(plan)
+    if broken:
+        more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
+        raise PlanError(f"plan breaks the compiler's rules: {'; '.join(broken[:5])}{more}; a compiled plan never "
+                        "does: recompile the workflow with `interlock compile`")
     return plan
 
 
@@ -447,9 +254,11 @@ def reference_problems(plan: Plan) -> list[str]:
             problems.append(f"workflow `{wf.id}`: start step `{wf.start_step}` is not one of its steps")
         for step in wf.steps:
             where = f"workflow `{wf.id}`, step `{step.id}`"
-            for trigger, actions in step.handlers.items():
+            for trigger in step.handlers:
                 if trigger not in triggers:
                     problems.append(f"{where}: handler for unknown trigger `{trigger}`")
+            blocks = [*step.handlers.items(), *((timer.label, timer.actions) for timer in step.timers)]
+            for trigger, actions in blocks:
                 for action in actions:
                     if action.kind not in kinds:
                         problems.append(f"{where}: `{trigger}` action `{action.kind}` is not a kind of the plan")
@@ -473,7 +282,12 @@ def reference_problems(plan: Plan) -> list[str]:
                     problems.append(f"{where}: inline entry kind `{kind}` is not in the entry policy's exclude list")
             if step.pull_from is not None and step.pull_from not in step_ids:
                 problems.append(f"{where}: pulls from unknown step `{step.pull_from}`")
+            target = step.session_target
+            if target is not None and (target.kind == "step") != (target.step_id in step_ids):
+                problems.append(f"{where}: its session target names no step of the workflow")
     for seq in plan.sequences:
         if seq.trigger not in triggers:
             problems.append(f"dispatch sequence `{seq.name}`: unknown trigger `{seq.trigger}`")
-    return problems
+    from .guard_refs import guard_problems
+
+    return problems + guard_problems(plan)

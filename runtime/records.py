@@ -2,7 +2,8 @@
 
 Every record has a `kind` (the trace contract's record names), a level and a stable
 message; fields name the task, session, step and ids involved.  Sinks receive each
-record; `LoguruSink` forwards to loguru with the fields bound, `ListSink` keeps them.
+record; `LoguruSink` forwards its text (message and fields) to loguru, `ListSink` keeps them;
+`sinks` has the stdlib `logging` and JSON-lines sinks, `otel` the OpenTelemetry one.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ MESSAGES: dict[str, str] = {
     "dispatch_debug": "trigger dispatched: step has no actions",
     "dispatch_error": "trigger dispatch aborted",
     "decision": "decision recorded",
+    "timer": "timer fired",
+    "retry": "failed call tried again",
+    "incident_resolved": "incident resolved",
 }
 
 
@@ -67,7 +71,8 @@ class ListSink:
 
 
 class LoguruSink:
-    """Forwards records to loguru: the message is stable, the fields are bound (`extra`)."""
+    """Forwards records to loguru: the line is the record's text (its stable message and its fields as `name=value`,
+    `sinks.record_text`); the fields are bound too (`extra`), with the stable message as `stable_message`."""
 
     _LEVELS = {"debug": "DEBUG", "info": "INFO", "warning": "WARNING", "error": "ERROR"}
 
@@ -76,12 +81,18 @@ class LoguruSink:
             return
         from loguru import logger
 
+        from .sinks import record_text
+
         fields = dict(record.fields)
-        # loguru consumers search by the names the seeds use: task_id, session_id (always bound,
+        # loguru consumers search by the names kandev's designs use: task_id, session_id (always bound,
         # None when the record concerns no task or no session)
         fields["task_id"] = fields.pop("task", None)
         fields["session_id"] = fields.pop("session", None)
-        logger.bind(record=record.kind, **fields).log(self._LEVELS[record.level], record.message)
+        # `opt(depth=1)`: the line names the recorder's caller, not this sink; the text goes in as an argument,
+        # so braces in a field are never read as a format
+        fields["stable_message"] = record.message  # the line is the text; a consumer matches on this
+        logger.bind(record=record.kind, **fields).opt(depth=1).log(self._LEVELS[record.level], "{}",
+                                                                   record_text(record))
 
 
 class _Shard(threading.local):
@@ -167,7 +178,8 @@ class Counters:
     def snapshot(self) -> dict[str, Any]:
         values, skips = self._sums()
         names = ("arrivals", "entries_dispatched", "redeliveries_discarded", "effects", "executor_failures",
-                 "missing_executors", "dispatches", "idempotent", "transitions")
+                 "missing_executors", "dispatches", "idempotent", "transitions", "superseded_discarded",
+                 "timers_fired", "retries")
         snap: dict[str, Any] = {n: values.get(n, 0) for n in names}
         snap.update({k: v for k, v in values.items() if k not in snap})
         snap["guard_skips"] = dict(sorted(skips.items()))

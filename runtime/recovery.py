@@ -1,15 +1,22 @@
-"""Nothing in, what a crash left behind finished out: abandoned operation claims released, arrivals without an
-entry record dispatched, stored decisions whose re-evaluation was cut short re-evaluated (docs/runtime.md §1).
+"""Nothing in, what a crash left behind finished out: claims of dead owners released, arrivals whose entry nobody
+live is dispatching taken up, stored decisions whose re-evaluation was cut short re-evaluated (docs/runtime.md §1,
+§6).
 
-Call `recover()` at start-up; it is safe to run at any time and from several processes at once.
+Call `recover()` at start-up, or at any time, from any number of processes beside live workers: it only
+takes up what belongs to owners that are dead (their heartbeat ran out on the store's clock, or they
+stopped) or to nobody, and what this runtime's own threads are not running.  An entry is claimed before
+it is touched, so a live owner's entry is never run beside it, and positions run in order.  Each query
+reads through a partial index of the few unfinished rows, so a store of millions of finished tasks
+costs nothing.
 """
 
 from __future__ import annotations
 
-from .claims import OperationClaims
+from .claims import Claims
 from .decisions import Decisions
-from .entry import EntryDispatch
+from .entries import Entries
 from .errors import RuntimeFault
+from .owner import Owner
 from .recorder import Recorder
 from .results import DecisionResult, EntryResult, RecoverResult
 from .store import Store
@@ -20,39 +27,46 @@ BATCH = 500
 
 
 class Recovery:
-    """The `recover` sweep.  Uses the store, the operation claims, entry dispatch, decisions and the recorder."""
+    """The `recover` sweep.  Uses the store, the claims, the entries, the decisions, the recorder and the owner."""
 
-    def __init__(self, store: Store, claims: OperationClaims, entry: EntryDispatch, decisions: Decisions,
-                 recorder: Recorder) -> None:
+    def __init__(self, store: Store, claims: Claims, entries: Entries, decisions: Decisions, recorder: Recorder,
+                 owner: Owner) -> None:
         self.store = store
         self.claims = claims
-        self.entry = entry
+        self.entries = entries
         self.decisions = decisions
         self.recorder = recorder
+        self.owner = owner
 
     def recover(self) -> RecoverResult:
-        self._release_claims()
+        released = self._release_claims()
         entries = self._entries()
         decisions = self._decisions()
-        return RecoverResult(sum(1 for e in entries if e.status == "dispatched"), tuple(entries), tuple(decisions))
+        return RecoverResult(sum(1 for e in entries if e.status == "dispatched"), tuple(entries), tuple(decisions),
+                             tuple(released))
 
-    def _release_claims(self) -> None:
-        """Claims of processes of this host that are gone (ADR 0020): a redelivery then runs the operation."""
-        for operation_id in self.claims.release_abandoned():
-            self.recorder.counters.add("claims_released")
-            self.recorder.warning("operation_claim_released", "operation claim released: the process that held it "
+    def _release_claims(self) -> list[str]:
+        """Operation claims whose owner is dead (ADR 0036): released, so that a redelivery runs the operation."""
+        released = self.claims.abandoned_operations()
+        for operation_id in released:
+            self.recorder.count("claims_released")
+            self.recorder.warning("operation_claim_released", "operation claim released: the runtime that held it "
                                   "is gone", operation_id=operation_id)
+        return released
 
     def _entries(self) -> list[EntryResult]:
-        """Every arrival that has no entry record (the crash window between commit and dispatch)."""
+        """Every arrival whose entry has no record and no live owner (the crash window between commit and entry, or
+        an owner that died inside one): claimed and run from its first unfinished position."""
         entries: list[EntryResult] = []
+        after = 0
         while True:
-            rows = self.store.unrecorded_arrivals(limit=BATCH)
-            done = [self.entry.enter(row, session_live=False) for row in rows]
-            entries.extend(done)
-            # a batch in which no entry got its record (the store failing, or rows it cannot enter) ends the sweep
-            if len(rows) < BATCH or not any(e.status in ("dispatched", "redelivery") for e in done):
+            rows = self.store.unrecorded_arrivals(limit=BATCH, after_id=after, owner_id=self.owner.id)
+            for row in rows:
+                if not self.owner.runs_entry(row.id):
+                    entries.append(self.entries.take_up(row, session_live=False))
+            if len(rows) < BATCH:
                 return entries
+            after = rows[-1].id
 
     def _decisions(self) -> list[DecisionResult]:
         """Every stored decision whose re-evaluation is not marked done: the quorum it completes would otherwise

@@ -13,11 +13,12 @@ __all__ = ["EntryResult", "ArrivalResult", "FireResult", "DispatchResult", "Deci
 @fast_init
 @dataclass(frozen=True)
 class EntryResult:
-    """`dispatched`, `redelivery` (discarded: the entry has its record), `detach` (no destination),
-    `incomplete` (the store failed mid-dispatch; `recover` finishes it)."""
+    """`dispatched`, `redelivery` (discarded: the entry has its record), `in_progress` (discarded: a live runtime is
+    dispatching it), `detach` (no destination), `incomplete` (the store failed mid-dispatch; `recover` finishes
+    it)."""
 
     entry_id: int
-    status: Literal["dispatched", "redelivery", "detach", "incomplete"]
+    status: Literal["dispatched", "redelivery", "in_progress", "detach", "incomplete"]
     attempted: tuple[str, ...] = ()
     failed: tuple[tuple[str, str], ...] = ()
 
@@ -39,7 +40,13 @@ class ArrivalResult:
 @fast_init
 @dataclass(frozen=True)
 class FireResult:
-    result: Literal["dispatched", "idempotent", "error"]
+    """`dispatched`; `idempotent` (the operation took effect before: nothing ran); `in_progress` (a live runtime's
+    delivery of the operation is running it: nothing ran here, deliver it again later if it matters);
+    `superseded` (the delivery belongs to an activation the task has left: nothing ran); `stranded` (the task stands
+    on a step the plan does not have: nothing ran); `error` (an action failed: the rest did not run, a redelivery
+    runs the whole list)."""
+
+    result: Literal["dispatched", "idempotent", "in_progress", "superseded", "stranded", "error"]
     trigger: str
     task_id: str
     step_id: str | None = None
@@ -47,12 +54,16 @@ class FireResult:
     actions: tuple[str, ...] = ()
     arrival: ArrivalResult | None = None
     error: str | None = None
+    failed: tuple[tuple[str, str], ...] = ()  # (kind, reason) of each failure continued from (ADR 0042)
+    failed_kind: str | None = None  # `error`: the kind whose failure aborted the handler
 
 
 @fast_init
 @dataclass(frozen=True)
 class DispatchResult:
-    result: Literal["dispatched", "skipped", "idempotent", "error"]
+    """A dispatch sequence's outcome: `skipped` by a guard, or the fired trigger's result (see `FireResult`)."""
+
+    result: Literal["dispatched", "skipped", "idempotent", "in_progress", "superseded", "stranded", "error"]
     sequence: str
     guard: str | None = None
     operation_id: str | None = None
@@ -71,6 +82,8 @@ class DecisionResult:
     abandoned: bool = False
     idempotent: bool = False
     arrival: ArrivalResult | None = None
+    superseded: bool = False  # the decision belongs to a round (activation) the task has left: not stored
+    stranded: bool = False  # the task stands on a step the plan does not have: not stored
 
 
 @fast_init
@@ -82,3 +95,4 @@ class RecoverResult:
     dispatched: int
     entries: tuple[EntryResult, ...] = ()
     decisions: tuple[DecisionResult, ...] = ()
+    operations_released: tuple[str, ...] = ()  # claims of dead owners released: a redelivery runs them

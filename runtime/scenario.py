@@ -17,13 +17,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError, model_validator
 
+from .durations import duration_problem, duration_seconds
 from .scenario_yaml import MAX_ALIAS_VALUES, MAX_BYTES, MAX_DEPTH, ScenarioError, YamlReader, inline_source
 
 __all__ = ["Scenario", "ScenarioError", "Event", "Origin", "load_scenario", "parse_scenario", "EVENT_KINDS",
+           "BARE_EVENTS", "Advance", "Redrive",
            "ROUTES", "VERDICTS", "MAX_BYTES", "MAX_DEPTH", "MAX_ALIAS_VALUES", "did_you_mean"]
 
 EVENT_KINDS = ("turn_complete", "move", "decide", "fire", "dispatch", "redeliver", "restart",
-               "crash_after_commit", "recover", "create")
+               "crash_after_commit", "recover", "create", "advance", "tick", "redrive")
+BARE_EVENTS = ("restart", "recover", "tick")
+"""Events written as a bare word (`- tick`)."""
 ROUTES = ("creation", "manual_move", "engine_transition", "decision", "workflow_switch", "queue_promotion")
 VERDICTS = ("approved", "rejected", "changes_requested")
 
@@ -114,10 +118,14 @@ class Expect(_Strict):
     records: list[dict[str, Any]] = []  # extension: records that must appear, in this order (field subsets)
 
 
+EntryId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+
+
 class TurnComplete(_Strict):
     task: Id
     session: Id
     operation: Id | None = None
+    entry: EntryId | None = None  # the activation the turn belongs to (docs/runtime.md §6): stale ones are discarded
 
 
 class Move(_Strict):
@@ -126,6 +134,7 @@ class Move(_Strict):
     route: Literal["creation", "manual_move", "engine_transition", "decision", "workflow_switch",
                    "queue_promotion"] = "manual_move"
     session: Id | None = None
+    options: dict[str, Any] | None = None  # the arrival's one-shot entry options (ADR 0043)
 
 
 class CrashAfterCommit(Move):
@@ -139,6 +148,18 @@ class Create(_Strict):
     step: str | None = None
     description: str = ""
     session: Id | None = None
+    options: dict[str, Any] | None = None
+    operation: Id | None = None  # a creation delivered again with it writes nothing more
+
+
+class Redrive(_Strict):
+    task: Id  # every open incident of the task is redriven (docs/runtime.md §7)
+
+
+class Advance(_Strict):
+    """`advance: 4h`: the simulator's clock moves on, then it ticks."""
+
+    seconds: int
 
 
 class Decide(_Strict):
@@ -148,6 +169,7 @@ class Decide(_Strict):
     user: Id | None = None
     role: str = ""
     session: Id | None = None
+    entry: EntryId | None = None  # the round (activation) the decision was made in
 
     @model_validator(mode="after")
     def _who(self) -> Decide:
@@ -164,6 +186,7 @@ class Fire(_Strict):
     session: Id | None = None
     operation: Id | None = None
     payload: dict[str, Any] = {}
+    entry: EntryId | None = None
 
 
 class Dispatch(_Strict):
@@ -173,7 +196,8 @@ class Dispatch(_Strict):
 
 
 _BODIES: dict[str, type[_Strict]] = {"turn_complete": TurnComplete, "move": Move, "crash_after_commit": CrashAfterCommit,
-                                "create": Create, "decide": Decide, "fire": Fire, "dispatch": Dispatch}
+                                "create": Create, "decide": Decide, "fire": Fire, "dispatch": Dispatch,
+                                "redrive": Redrive}
 
 
 @dataclass(frozen=True)
@@ -348,10 +372,11 @@ def _events(raw: Any, origin: Origin) -> tuple[list[Event], list[str]]:
         number = i + 1
         if isinstance(item, str):
             kind, body = item, None
-            if item not in ("restart", "recover"):
+            if item not in BARE_EVENTS:
                 hint = did_you_mean(item, EVENT_KINDS)
-                problems.append(f"{where}: event {number}: `{item}` is not an event{hint} (bare events: restart, "
-                                "recover; the others are mappings such as `move: {task: T1, to: review}`)")
+                problems.append(f"{where}: event {number}: `{item}` is not an event{hint} (bare events: "
+                                f"{', '.join(BARE_EVENTS)}; the others are mappings such as `move: {{task: T1, to: "
+                                "review}`)")
                 continue
         elif isinstance(item, dict) and len(item) == 1:
             (kind, body), = item.items()
@@ -372,11 +397,18 @@ def _events(raw: Any, origin: Origin) -> tuple[list[Event], list[str]]:
                 problems.append(f"{where}: {label}: `redeliver: N` names an earlier event ({span}), "
                                 f"got {_describe(body)}")
                 continue
-        elif kind in ("restart", "recover"):
+        elif kind in BARE_EVENTS:
             if body not in (None, {}):
                 problems.append(f"{where}: {label}: `{kind}` takes no fields")
                 continue
             body = None
+        elif kind == "advance":
+            problem = duration_problem(body) if isinstance(body, str) else \
+                f"expected a duration such as `4h` or `90s`, got {_describe(body)}"
+            if problem is not None:
+                problems.append(f"{where}: {label}: {problem}")
+                continue
+            body = Advance(seconds=duration_seconds(body))
         else:
             model = _BODIES[kind]
             if not isinstance(body, dict):

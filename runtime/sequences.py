@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .checks import check_mapping
-from .errors import (
-    PayloadError,
-    RuntimeFault,
-)
+from .checks import check_ledger_id, check_mapping
+from .coroutines import returned_coroutine
+from .errors import RuntimeFault
 from .expr import evaluate, lookup
 from .index import PlanIndex
+from .payloads import check_fields, record_fields
 from .plan import (
     BinX,
     LoadStep,
@@ -21,7 +20,6 @@ from .plan import (
     PlanExpr,
     PlanSequence,
     SkipStep,
-    value_problem,
 )
 from .recorder import Recorder
 from .records import MESSAGES, Level
@@ -43,13 +41,16 @@ class Sequences:
                  triggers: TriggerDispatch, recorder: Recorder) -> None:
         self.index = index
         self.loaders: dict[str, Loader] = dict(loaders)
-        self.host: dict[str, Any] = dict(host)
+        # the runtime's live flags (transition guards read the same dict), not a copy
+        self.host: dict[str, Any] = host if isinstance(host, dict) else dict(host)
         self.triggers = triggers
         self.recorder = recorder
 
     # ---- dispatch sequences: first match wins ---------------------------------------------------------
-    def dispatch(self, sequence: str, event: Mapping[str, Any], *, host: Mapping[str, Any] | None = None) -> DispatchResult:
-        """Run a `dispatch` block for a host event (docs/runtime.md §3).  Never raises for engine errors."""
+    def dispatch(self, sequence: str, event: Mapping[str, Any], *, host: Mapping[str, Any] | None = None,
+                 entry_id: int | None = None) -> DispatchResult:
+        """Run a `dispatch` block for a host event (docs/runtime.md §3).  Never raises for engine errors.
+        `entry_id`: the task's activation the event belongs to (a stale one is `superseded`)."""
         if not isinstance(sequence, str):
             raise RuntimeFault(f"`sequence` must be a string, not {type(sequence).__name__}")
         seq = self.index.sequences.get(sequence)
@@ -57,17 +58,18 @@ class Sequences:
             raise RuntimeFault(f"no dispatch sequence `{sequence}` (known: {', '.join(self.index.sequences) or 'none'})")
         check_mapping(event, "event")
         check_mapping(host, "host", optional=True)
-        fields = self.index.records.get(seq.event, {})
-        for name, type_ in fields.items():
-            value = event.get(name)
-            problem = None if value is None else value_problem(value, type_, self.index.records)
-            if problem:
-                raise PayloadError(f"event field `{name}` of `{sequence}` ({seq.event}.{name}: {type_}): {problem}")
+        if entry_id is not None:
+            check_ledger_id(entry_id, "entry_id")
+        # the fields of the sequence's event record, all of them (a null reads as empty): a misspelt or missing
+        # field is the same `PayloadError` as a fire's (docs/runtime.md §3)
+        event = check_fields(event, record_fields(self.index.records.get(seq.event, {})), f"`{sequence}`",
+                             f"event ({seq.event})", self.index.records, nulls=True)
         label = {"sequence": seq.name}
         task_id = str(event.get("task_id") or "")
         session_id = str(event.get("session_id") or "") or None
         try:
-            return self._dispatch(seq, dict(event), {**self.host, **(host or {})}, label, task_id, session_id)
+            return self._dispatch(seq, dict(event), {**self.host, **(host or {})}, label, task_id, session_id,
+                                  entry_id)
         except Exception as exc:  # an engine error: one ERROR record, never raised to the host
             message = f"{type(exc).__name__}: {exc}"
             self.recorder.emit("dispatch", "error", MESSAGES["dispatch_error"], trigger=seq.trigger, task=task_id,
@@ -81,14 +83,14 @@ class Sequences:
         self.recorder.counters.skip(guard)
         if level != "silent":
             # `why`: what made the guard match (the values its condition read, or the loader's error),
-            # so a record names e.g. the blocking session (the on_agent_error seed's AC-F5)
+            # so a record names e.g. the blocking session (AC-F5 of kandev's on_agent_error design)
             self.recorder.emit("skip", level, message or guard, sequence=seq.name, guard=guard, level=level,
                                task=task_id, session=session_id, **why)
         self.recorder.emit("outcome", "silent", **label, result="skipped", guard=guard, task=task_id)
         return DispatchResult("skipped", seq.name, guard=guard)
 
     def _dispatch(self, seq: PlanSequence, event: dict[str, Any], host: dict[str, Any], label: Mapping[str, Any],
-                  task_id: str, session_id: str | None) -> DispatchResult:
+                  task_id: str, session_id: str | None, entry_id: int | None) -> DispatchResult:
         scope: dict[str, Any] = {"event": event, "host": host}
         for step in seq.steps:
             if isinstance(step, SkipStep):
@@ -112,6 +114,9 @@ class Sequences:
                     raise
                 why["error"] = f"{type(exc).__name__}: {exc}"
             else:
+                refused = returned_coroutine(loaded, f"loader `{step.loader}`")
+                if refused is not None:  # a plain callable around an `async def` one: an engine error
+                    raise RuntimeFault(refused)
                 if loaded is None:
                     outcome = step.on_missing
                     if outcome is None:
@@ -128,9 +133,8 @@ class Sequences:
                 break
         payload = {name: evaluate(expr, scope) for name, expr in seq.payload.items()}
         fire = self.triggers.fire(seq.trigger, task_id, session_id=session_id, payload=payload,
-                                  operation_id=operation_id, outcome_label=label)
-        result = {"dispatched": "dispatched", "idempotent": "idempotent", "error": "error"}[fire.result]
-        return DispatchResult(result, seq.name, operation_id=operation_id, payload=payload, fire=fire,  # type: ignore[arg-type]
+                                  operation_id=operation_id, outcome_label=label, entry_id=entry_id)
+        return DispatchResult(fire.result, seq.name, operation_id=operation_id, payload=payload, fire=fire,
                               error=fire.error)
 
 

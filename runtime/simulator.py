@@ -22,6 +22,7 @@ from .loaders import task_record
 from .plan import Plan
 from .records import Record
 from .scenario import (
+    Advance,
     Create,
     Decide,
     Dispatch,
@@ -29,6 +30,7 @@ from .scenario import (
     ExecutorFault,
     Fire,
     Move,
+    Redrive,
     Scenario,
     ScenarioError,
     TurnComplete,
@@ -36,7 +38,24 @@ from .scenario import (
 )
 from .store import Participant, Store, TaskState
 
-__all__ = ["Trace", "simulate", "check_scenario", "check_expectations", "WORKING_STATES"]
+__all__ = ["Trace", "SimClock", "simulate", "check_scenario", "check_expectations", "WORKING_STATES", "SIM_EPOCH"]
+
+SIM_EPOCH = 1_767_225_600.0
+"""2026-01-01T00:00:00Z: where the simulator's clock starts (docs/scenarios.md)."""
+
+
+class SimClock:
+    """The simulator's clock: a store built with it (`open_store(url, clock=…)`, `MemoryStore(clock=…)`) judges
+    what is due by it, and `advance: 4h` moves it.  Epoch seconds."""
+
+    def __init__(self, start: float = SIM_EPOCH) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 WORKING_STATES = frozenset({"running", "starting"})
 _ENDED_STATES = frozenset({"completed", "failed", "cancelled", "canceled", "stopped"})
@@ -45,6 +64,14 @@ _ENDED_STATES = frozenset({"completed", "failed", "cancelled", "canceled", "stop
 @dataclass
 class Trace:
     records: list[dict[str, Any]] = field(default_factory=list)
+    on_record: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False, compare=False)
+    """Called with each record as it is made (the CLI streams the trace with it: an interrupted or long run
+    leaves what happened so far)."""
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+        if self.on_record is not None:
+            self.on_record(record)
 
     def summary(self) -> dict[str, Any]:
         return self.records[-1] if self.records and self.records[-1]["record"] == "summary" else {}
@@ -87,17 +114,20 @@ def _host_executor(kind: str) -> Callable[[Mapping[str, Any], ActionContext], li
             if rt.store.get_task(child) is None:
                 rt.create_task(child, str(args.get("workflow") or ctx.workflow_id), args.get("step") or None,
                                description=str(args.get("title") or ""))
-        return [{"kind": kind, **({"args": dict(args)} if args else {})}]
+        return [{"kind": kind, **({"args": dict(args)} if args else {}),
+                 **({"arrival_options": dict(ctx.arrival_options)} if ctx.arrival_options else {})}]
 
     return run
 
 
 class _Sim:
-    def __init__(self, scenario: Scenario, plan: Plan, store: Store) -> None:
+    def __init__(self, scenario: Scenario, plan: Plan, store: Store,
+                 on_record: Callable[[dict[str, Any]], None] | None = None, clock: SimClock | None = None) -> None:
         self.scenario = scenario
         self.plan = plan
         self.store = store
-        self.trace = Trace()
+        self.clock = clock
+        self.trace = Trace(on_record=on_record)
         self.seq = 0
         self.event = 0
         self.faults = _Faults({k: v for k, v in scenario.executors.items() if not v.missing})
@@ -109,10 +139,10 @@ class _Sim:
         self.seq += 1
         entry: dict[str, Any] = {"seq": self.seq, "event": self.event, "record": record.kind}
         entry.update(record.fields)
-        if record.kind in ("dispatch", "skip", "warning", "error"):
+        if record.kind in ("dispatch", "skip", "warning", "error", "incident_opened", "retry"):
             entry.setdefault("level", record.level)
             entry.setdefault("message", record.message)
-        self.trace.records.append(entry)
+        self.trace.add(entry)
 
     def _registry(self) -> ExecutorRegistry:
         """Built-ins and simulated host executors, faults wrapped around them, `missing` kinds removed (built-ins
@@ -140,6 +170,7 @@ class _Sim:
         return Runtime(self.plan, self.store, executors=self._registry(), builtins=False, loaders=self._loaders(),
                        directory=StaticDirectory(primary=agents.primary, ceo=agents.ceo), sinks=[self._sink],
                        host=self.scenario.host, executor_timeout=self.scenario.executor_timeout,
+                       operation_lease=max(60.0, self.scenario.executor_timeout or 0.0),
                        session_live=lambda task_id: self.live_session(task_id, None) is not None)
 
     def _loaders(self) -> dict[str, Callable[[Any, Mapping[str, Any]], Mapping[str, Any] | None]]:
@@ -205,31 +236,43 @@ class _Sim:
         if event.kind == "redeliver":
             self.handle(self.scenario.events[int(body) - 1], redelivery=True)
         elif event.kind == "restart":
+            self.runtime.close()  # the process before it is gone: its owner with it (docs/runtime.md §6)
             self.runtime = self._runtime()
         elif event.kind == "recover":
             rt.recover()
+        elif event.kind == "tick":
+            rt.tick()
+        elif isinstance(body, Advance):
+            if self.clock is None:
+                raise RuntimeFault("`advance` needs the simulator's clock: run the scenario with `interlock simulate` "
+                                   "or `interlock test` (or pass `clock=` to `simulate` and the store)")
+            self.clock.advance(body.seconds)
+            rt.tick()
+        elif isinstance(body, Redrive):
+            for incident in rt.incidents(body.task):
+                rt.redrive(incident)
         elif isinstance(body, Move | Create):
-            if redelivery and "ledger_id" in memo:
+            if redelivery and "ledger_id" in memo and not (isinstance(body, Create) and body.operation):
                 rt.dispatch_entry(memo["ledger_id"], session_live=memo.get("live", False))
                 return
-            if redelivery:
+            if redelivery and not (isinstance(body, Create) and body.operation):
                 return
             if isinstance(body, Create):
                 result = rt.create_task(body.task, body.workflow, body.step, description=body.description,
-                                        session_id=body.session)
+                                        session_id=body.session, options=body.options, operation_id=body.operation)
             else:
                 session = self.live_session(body.task, body.session)
                 result = rt.move(body.task, body.to, route=body.route, session_id=session,
                                  actor_kind="agent" if body.session else "human",
-                                 dispatch=event.kind != "crash_after_commit")
+                                 dispatch=event.kind != "crash_after_commit", options=body.options)
             memo["ledger_id"] = result.ledger_id
             memo["live"] = body.session is not None
         elif isinstance(body, TurnComplete):
             op = body.operation or f"turn_complete:{body.task}:{body.session}:event-{event.index}"
-            rt.fire("on_turn_complete", body.task, session_id=body.session, operation_id=op)
+            rt.fire("on_turn_complete", body.task, session_id=body.session, operation_id=op, entry_id=body.entry)
         elif isinstance(body, Fire):
             rt.fire(body.trigger, body.task, session_id=body.session, payload=body.payload,
-                    operation_id=body.operation)
+                    operation_id=body.operation, entry_id=body.entry)
         elif isinstance(body, Dispatch):
             rt.dispatch(body.sequence, body.event, host=body.host)
         elif isinstance(body, Decide):
@@ -240,15 +283,18 @@ class _Sim:
                               session_id=body.session)
                 return
             decided = rt.record_decision(body.task, verdict=body.verdict, agent=body.agent, user=body.user,
-                                         role=body.role, session_id=body.session)
+                                         role=body.role, session_id=body.session, entry_id=body.entry)
             memo["decision"] = (decided.step_id, decided.decision_id)
 
     def _summary(self) -> None:
         tasks = {t.id: {"step": t.step_id or ""} for t in (self.store.get_task(i) for i in self._task_ids()) if t}
         runs = [{"task": r.task_id, "agent": r.agent, "reason": r.reason} for r in self.store.runs()]
         self.seq += 1
-        self.trace.records.append({"seq": self.seq, "event": self.event, "record": "summary", "tasks": tasks,
-                                   "runs": runs, "counters": self.runtime.counters.snapshot()})
+        counters = self.runtime.counters.snapshot()
+        counters["incidents_open"] = len(self.store.incidents(state="open")) + len(self.store.incidents(
+            state="redriving"))
+        self.trace.add({"seq": self.seq, "event": self.event, "record": "summary", "tasks": tasks,
+                        "runs": runs, "counters": counters})
 
     def _task_ids(self) -> list[str]:
         ids = list(self.scenario.tasks)
@@ -258,14 +304,16 @@ class _Sim:
         return ids
 
 
-def simulate(scenario: Scenario, plan: Plan, store: Store) -> Trace:
+def simulate(scenario: Scenario, plan: Plan, store: Store, *,
+             on_record: Callable[[dict[str, Any]], None] | None = None, clock: SimClock | None = None) -> Trace:
     """Check the scenario against the plan, then run it against `store` (which should be empty) and return its
     trace.  Raises `ScenarioError` (file:line:col) for a mistake in the scenario, found up front or when the
-    runtime refuses an event (the error then carries the trace so far)."""
+    runtime refuses an event (the error then carries the trace so far).  `on_record` is called with each
+    record as it is made.  `clock`: the clock `store` was built with (`advance` moves it)."""
     problems = check_scenario(scenario, plan)
     if problems:
         raise ScenarioError("\n".join(problems))
-    return _Sim(scenario, plan, store).run()
+    return _Sim(scenario, plan, store, on_record, clock).run()
 
 
 # ---- the scenario against the plan ------------------------------------------------------------------
@@ -334,7 +382,7 @@ class _Checker:
         body = event.body
         if event.kind == "redeliver":
             target = self.scenario.events[int(body) - 1]
-            if target.kind in ("redeliver", "restart", "recover"):
+            if target.kind in ("redeliver", "restart", "recover", "tick", "advance", "redrive"):
                 self.add(loc, f"{_path(loc)}: `{target.kind}` (event {target.index}) cannot be redelivered")
             return
         if isinstance(body, Create):
@@ -378,47 +426,9 @@ def check_scenario(scenario: Scenario, plan: Plan) -> list[str]:
     return _Checker(scenario, plan).check()
 
 
-def _subset(want: Mapping[str, Any], got: Mapping[str, Any]) -> bool:
-    for key, value in want.items():
-        if key not in got:
-            return False
-        if isinstance(value, Mapping) and isinstance(got[key], Mapping):
-            if not _subset(value, got[key]):
-                return False
-        elif got[key] != value:
-            return False
-    return True
-
-
 def check_expectations(scenario: Scenario, trace: Trace) -> list[str]:
-    """Every way the trace misses the scenario's `expect:` block (empty: it passes)."""
-    expect = scenario.expect
-    if expect is None:
-        return []
-    summary = trace.summary()
-    problems: list[str] = []
-    for task_id, want in expect.tasks.items():
-        got = summary.get("tasks", {}).get(task_id)
-        if got is None:
-            problems.append(f"task {task_id}: not in the trace")
-        elif got["step"] != want.step:
-            problems.append(f"task {task_id}: at step `{got['step']}`, expected `{want.step}`")
-    if expect.runs is not None:
-        got_runs = Counter((r["task"], r["agent"], r["reason"]) for r in summary.get("runs", []))
-        want_runs = Counter((r.task, r.agent, r.reason) for r in expect.runs)
-        for run, n in (want_runs - got_runs).items():
-            problems.append(f"runs: missing {n} x {{task: {run[0]}, agent: {run[1]}, reason: {run[2]}}}")
-        for run, n in (got_runs - want_runs).items():
-            problems.append(f"runs: unexpected {n} x {{task: {run[0]}, agent: {run[1]}, reason: {run[2]}}}")
-    if expect.counters and not _subset(expect.counters, summary.get("counters", {})):
-        problems.append(f"counters: expected {expect.counters}, got {summary.get('counters')}")
-    pos = 0
-    records = trace.records
-    for want_record in expect.records:
-        while pos < len(records) and not _subset(want_record, records[pos]):
-            pos += 1
-        if pos == len(records):
-            problems.append(f"records: no {want_record} (in order)")
-            break
-        pos += 1
-    return problems
+    """Every way the trace misses the scenario's `expect:` block (empty: it passes); runtime/expectations.py has
+    them located, with the nearest record."""
+    from .expectations import expectation_failures
+
+    return [failure.message for failure in expectation_failures(scenario, trace.records)]

@@ -15,21 +15,22 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from .frozen import fast_init
+from .store_due import DueWork, IncidentStore
 
 __all__ = [
     "TaskState", "LedgerRow", "MoveResult", "EntryRecord", "Marker", "QueuedRun", "Participant", "Decision",
-    "Store", "StoreError", "MarkerState", "Route", "ROUTES", "Claim",
+    "Store", "StoreError", "MarkerState", "Route", "ROUTES", "Claim", "EntryClaim", "OwnerRow",
 ]
 
 Route = Literal["creation", "manual_move", "engine_transition", "decision", "workflow_switch", "queue_promotion",
-                "detach"]
+                "migration", "detach"]
 ROUTES: tuple[str, ...] = ("creation", "manual_move", "engine_transition", "decision", "workflow_switch",
-                           "queue_promotion", "detach")
+                           "queue_promotion", "migration", "detach")
 MarkerState = Literal["in_progress", "done", "failed"]
 Claim = Literal["claimed", "taken_over", "applied", "busy"]
-"""What `Store.claim_operation` found: `claimed` (this delivery may run it), `taken_over` (a claim whose lease
-ran out, i.e. left by a delivery that crashed or hung: now this one's), `applied` (it took effect already) or
-`busy` (another delivery holds a live claim)."""
+"""What `Store.claim_operation` found: `claimed` (this delivery may run it), `taken_over` (a claim whose owner is
+dead — its heartbeat ran out on the store's clock, or it stopped —: now this one's), `applied` (it took effect
+already) or `busy` (a live owner's delivery holds the claim)."""
 
 
 class StoreError(Exception):
@@ -54,6 +55,7 @@ class TaskState:
     is_from_office: bool = False
     is_ephemeral: bool = False
     archived: bool = False
+    entry_id: int | None = None  # the current activation: the ledger id of the arrival that put the task here
 
 
 @fast_init
@@ -71,6 +73,8 @@ class LedgerRow:
     actor_kind: str = "system"
     actor_id: str | None = None
     session_id: str | None = None
+    plan: str | None = None  # the plan revision (digest) that decided the row; its entry runs under it
+    arrival_options: str | None = None  # the arrival's entry options, canonical JSON text (ADR 0043); None: none
 
 
 @fast_init
@@ -102,6 +106,7 @@ class Marker:
     kind: str
     state: MarkerState
     error: str | None = None
+    attempt: int = 1  # the tries started (1-based)
 
 
 @fast_init
@@ -143,10 +148,41 @@ class Decision:
     verdict: str
     id: int = 0
     session_id: str | None = None
+    entry_id: int | None = None  # the round: the task's activation when the decision was made
+
+
+@fast_init
+@dataclass(frozen=True)
+class EntryClaim:
+    """What `Store.claim_entry` found: `claimed` (the row's entry is this owner's to dispatch: nobody had it, or this
+    owner had it already), `taken_over` (its owner is dead: now this one's), `recorded` (the entry has its record),
+    `busy` (a live owner is dispatching it) or `missing` (no such row).  `row` is the ledger row with the revision
+    its entry runs under (the claim sets it when the row had none)."""
+
+    status: Literal["claimed", "taken_over", "recorded", "busy", "missing"]
+    row: LedgerRow | None = None
+    owner: str | None = None  # `busy`: the live owner
+
+
+@fast_init
+@dataclass(frozen=True)
+class OwnerRow:
+    """A runtime that has run on the store: live while `heartbeat_at + lease` has not passed on the store's clock and
+    it has not stopped."""
+
+    owner_id: str
+    host: str
+    pid: int
+    plan: str | None
+    started_at: float
+    heartbeat_at: float
+    lease: float
+    stopped: bool = False
+    alive: bool = False
 
 
 @runtime_checkable
-class Store(Protocol):
+class Store(DueWork, IncidentStore, Protocol):
     """Durable state the runtime reads and writes.  Implementations must be safe for
     concurrent use from threads of one process (SQLite) or many processes (PostgreSQL)."""
 
@@ -154,6 +190,36 @@ class Store(Protocol):
 
     def unit(self) -> AbstractContextManager[Store]:
         """A transaction: calls on the yielded store commit together or not at all."""
+        ...
+
+    def now(self) -> float:
+        """The store's clock, epoch seconds: the one clock leases, due times and record times are judged by (the
+        database's, never a host's)."""
+        ...
+
+    # ---- plan revisions and owners -------------------------------------------------------------
+    def save_plan(self, digest: str, text: str) -> bool:
+        """Keep a plan revision (its JSON) under its digest; False if it was kept already."""
+        ...
+
+    def plan_text(self, digest: str) -> str | None:
+        """The JSON of a kept plan revision."""
+        ...
+
+    def register_owner(self, owner_id: str, *, host: str, pid: int, plan: str | None, lease: float) -> None:
+        """A runtime starts: its owner row, heartbeat now."""
+        ...
+
+    def heartbeat(self, owner_id: str) -> bool:
+        """The owner is live: its heartbeat is now.  False if it has no row or has stopped."""
+        ...
+
+    def stop_owner(self, owner_id: str) -> None:
+        """The owner stops: whatever it still holds is taken up by others at once."""
+        ...
+
+    def owners(self) -> list[OwnerRow]:
+        """Every owner row, with whether it is live on the store's clock."""
         ...
 
     # ---- tasks and the step-transition ledger ---------------------------------------------
@@ -164,28 +230,43 @@ class Store(Protocol):
         ...
 
     def create_task(self, task: TaskState, *, actor_kind: str = "system", actor_id: str | None = None,
-                    session_id: str | None = None) -> MoveResult:
-        """Insert a new task into its step and write its genesis ledger row (route `creation`)."""
+                    session_id: str | None = None, plan: str | None = None, entry_owner: str | None = None,
+                    operation_id: str | None = None, arrival_options: str | None = None) -> MoveResult:
+        """Insert a new task into its step and write its genesis ledger row (route `creation`), with the arrival's
+        entry options (`arrival_options`, canonical JSON text) in the row; the task's `entry_id` is that row's.  `plan`, `entry_owner`: the row's revision and the owner dispatching its entry.
+        `operation_id`, if given, is marked applied in the same transaction."""
         ...
 
     def move_task(self, task_id: str, to_workflow_id: str | None, to_step_id: str | None, *, route: str,
                   actor_kind: str = "system", actor_id: str | None = None, session_id: str | None = None,
                   expected_step_id: str | None = None, operation_id: str | None = None,
-                  operation_trigger: str | None = None, decision_id: int | None = None) -> MoveResult:
-        """Change a task's step and write the ledger row in one transaction.
+                  operation_trigger: str | None = None, decision_id: int | None = None,
+                  expected_entry_id: int | None = None, plan: str | None = None,
+                  entry_owner: str | None = None, arrival_options: str | None = None) -> MoveResult:
+        """Change a task's step and write the ledger row in one transaction; the task's `entry_id` becomes the
+        row's id.
 
-        No row when the step does not change.  `expected_step_id` makes it a
-        compare-and-swap.  `operation_id`, if given, is marked applied in the same
-        transaction (also when the step does not change), and so is decision
-        `decision_id`'s re-evaluation (`mark_decision_evaluated`)."""
+        No row when the step does not change.  `expected_step_id` makes it a compare-and-swap on the step,
+        `expected_entry_id` on the activation (a task that left and came back is another activation).
+        `operation_id`, if given, is marked applied in the same transaction (also when the step does not
+        change), and so is decision `decision_id`'s re-evaluation (`mark_decision_evaluated`).  `plan`,
+        `entry_owner`: the row's revision and the owner dispatching its entry; `arrival_options` (canonical JSON
+        text) is kept in the row: its entry reads it (ADR 0043)."""
         ...
 
     def ledger_row(self, ledger_id: int) -> LedgerRow | None: ...
 
     def ledger(self, task_id: str | None = None) -> list[LedgerRow]: ...
 
-    def unrecorded_arrivals(self, limit: int = 1000) -> list[LedgerRow]:
-        """Ledger rows that name a destination (workflow and step) and have no entry record, oldest first."""
+    def unrecorded_arrivals(self, limit: int = 1000, *, after_id: int = 0,
+                            owner_id: str | None = None) -> list[LedgerRow]:
+        """Ledger rows after `after_id` that name a destination (workflow and step), have no entry record and that
+        no live owner other than `owner_id` is dispatching, oldest first."""
+        ...
+
+    def claim_entry(self, entry_id: int, owner_id: str, plan: str | None) -> EntryClaim:
+        """Claim the dispatch of ledger row `entry_id`'s entry for `owner_id` (see `EntryClaim`), in a transaction of
+        its own (or the open unit); a row with no revision is given `plan`."""
         ...
 
     # ---- step entry ------------------------------------------------------------------------
@@ -201,10 +282,23 @@ class Store(Protocol):
     def markers(self, entry_id: int) -> dict[int, Marker]: ...
 
     def claim_marker(self, entry_id: int, position: int, kind: str) -> bool:
-        """Insert an `in_progress` marker; False if this position has a marker already."""
+        """Insert an `in_progress` marker (attempt 1); False if this position has a marker already."""
+        ...
+
+    def start_marker(self, entry_id: int, position: int, kind: str) -> Marker:
+        """Start a try of a position, by the owner of its entry's claim: insert an `in_progress` marker (attempt 1),
+        or — when one is in progress, left by an owner that died — count the next attempt.  A finished marker is
+        returned as it is (nothing changes)."""
         ...
 
     def finish_marker(self, entry_id: int, position: int, state: MarkerState, error: str | None = None) -> None: ...
+
+    def rerun_marker(self, entry_id: int, position: int, kind: str) -> Marker | None:
+        """Start position `position` of a recorded entry again (a retry, a redrive: the caller holds the claim that
+        makes it the only one): a `failed` or `in_progress` marker becomes `in_progress` with the next attempt; a
+        position with no marker (a store-backed one that failed inside a one-transaction entry) gets one at attempt
+        2.  None, with nothing changed, when the marker is `done`."""
+        ...
 
     # ---- operations (other triggers) -----------------------------------------------------------
     # Operation ids are the host's: any text (no NUL, no lone surrogate), of any length; a store keys them on a
@@ -213,11 +307,11 @@ class Store(Protocol):
         """Whether the operation took effect (a claim in progress is not applied)."""
         ...
 
-    def claim_operation(self, operation_id: str, *, token: str, lease: float, task_id: str | None = None,
+    def claim_operation(self, operation_id: str, *, token: str, owner_id: str, task_id: str | None = None,
                         trigger: str | None = None) -> Claim:
-        """Claim the operation for the delivery `token` for `lease` seconds, in a transaction of its own, before
-        any of its actions runs (see `Claim`).  Two deliveries that overlap get `claimed` once: the other gets
-        `busy` (or `applied` once the first took effect)."""
+        """Claim the operation for the delivery `token` of `owner_id`, in a transaction of its own, before any of its
+        actions runs (see `Claim`).  Two deliveries that overlap get `claimed` once: the other gets `busy` (or
+        `applied` once the first took effect); a claim whose owner is dead is taken over."""
         ...
 
     def release_operation(self, operation_id: str, token: str) -> bool:
@@ -230,8 +324,12 @@ class Store(Protocol):
         ...
 
     def claimed_operations(self, limit: int = 1000) -> list[tuple[str, str]]:
-        """Operations claimed and not applied, as (operation id, claim token), oldest lease first: what `recover`
-        looks through for claims left by a crashed process."""
+        """Every operation claimed and not applied, as (operation id, claim token)."""
+        ...
+
+    def abandoned_claims(self, limit: int = 1000, *, owner_id: str | None = None) -> list[tuple[str, str]]:
+        """Operations claimed and not applied whose owner is dead (or is `owner_id`), as (operation id, claim
+        token): what `recover` looks through for claims left by a crash."""
         ...
 
     # ---- decisions' re-evaluation ---------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .memory import MemoryStore
@@ -52,15 +53,18 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def open_store(url: str, *, create: bool = True) -> Store:
+def open_store(url: str, *, create: bool = True, clock: Callable[[], float] | None = None) -> Store:
     """Open the store at `url`.
 
     In-memory SQLite (`sqlite://`) is always migrated (it starts empty).  For a file or
     PostgreSQL database, `create=True` upgrades the schema to head first (replayable:
     nothing happens when it is current); `create=False` only checks it and raises
     `StoreError` naming `interlock db upgrade` when it is behind.  `postgresql://` means
-    psycopg 3 (`postgresql+psycopg://`)."""
-    from .engine import is_memory_url, make_engine
+    psycopg 3 (`postgresql+psycopg://`).
+
+    `clock` (epoch seconds): a test clock for due rows, incidents and `now()` instead of the database's (see
+    `SqlStore`); owner heartbeats and leases keep the database's."""
+    from .engine import display_url, is_memory_url, make_engine
     from .migrate import upgrade_engine
     from .sql import SqlStore
 
@@ -71,13 +75,13 @@ def open_store(url: str, *, create: bool = True) -> Store:
         engine.dispose()
         from interlock.runtime.store import StoreError
 
-        raise StoreError(f"no SQLite database at {database}: create it with `interlock db upgrade --url {url}` "
-                         "(or open it with create=True)")
+        raise StoreError(f"no SQLite database at {database}: create it with "
+                         f"`interlock db upgrade --url {display_url(url)}` (or open it with create=True)")
     try:
         upgraded = create or is_memory_url(engine.url)
         if upgraded:
             upgrade_engine(engine)
-        return SqlStore(engine, check=not upgraded, owns_engine=True)
+        return SqlStore(engine, check=not upgraded, owns_engine=True, clock=clock)
     except BaseException:
         engine.dispose()
         raise

@@ -11,13 +11,14 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, cast, get_args
 
-from interlock.runtime.store import Decision, MarkerState, StoreError
+from interlock.runtime.store import Decision, EntryRecord, MarkerState, StoreError
 
 __all__ = [
     "MARKER_STATES", "DECIDER_TYPES", "clean_id", "is_arrival", "check_state", "check_decider",
     "check_route", "check_seat_task", "payload_text", "payload_value", "attempted_text", "failed_text",
     "attempted_value", "failed_value", "steps_tuple", "exists_error", "no_ledger_row_error",
-    "foreign_entry_error", "no_destination_error", "operation_key",
+    "foreign_entry_error", "no_destination_error", "operation_key", "check_arrival_options", "cached_attempted_text",
+    "stored_shape",
 ]
 
 MARKER_STATES: tuple[str, ...] = get_args(MarkerState)
@@ -40,6 +41,22 @@ def is_arrival(from_workflow_id: str | None, from_step_id: str | None,
     if (from_workflow_id, from_step_id) == (to_workflow_id, to_step_id):
         return False
     return from_step_id is not None or to_step_id is not None
+
+
+def check_arrival_options(text: str | None) -> str | None:
+    """An arrival's entry options as a ledger row keeps them: None, or the text of a JSON object (the runtime hands
+    over `interlock.runtime.options.check_options`' canonical text; a host writing rows itself may not)."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise ValueError(f"arrival_options must be the JSON text of an object, not {type(text).__name__}")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise ValueError("arrival_options must be the JSON text of an object")
+    return text
 
 
 def check_state(state: str) -> MarkerState:
@@ -122,3 +139,34 @@ def operation_key(operation_id: str) -> str:
     """The key a store files a host's operation id under: its SHA-256, hex (ADR 0020).  Fixed-size, so an id of
     any length fits a B-tree on both dialects; the host's own namespace, so no runtime key can equal it."""
     return hashlib.sha256(operation_id.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_ATTEMPTED: dict[tuple[str, ...], str] = {}
+"""`attempted` texts by kinds: a step's entry attempts the same kinds every time (bounded: memory stays flat)."""
+
+
+def cached_attempted_text(kinds: tuple[str, ...]) -> str:
+    """`attempted_text`, cached by kinds (the SQL store writes it with every entry record)."""
+    try:
+        text = _ATTEMPTED.get(kinds)
+    except TypeError:  # not hashable (a list): nothing to cache
+        return attempted_text(kinds)
+    if text is None:
+        text = attempted_text(kinds)
+        if len(_ATTEMPTED) < 1024:
+            _ATTEMPTED[kinds] = text
+    return text
+
+
+def stored_shape(record: EntryRecord) -> bool:
+    """Whether a record is in the shape the SQL store hands back (tuples; every attempted kind a str, every
+    failure a (str, str) tuple): then it is stored as given."""
+    if type(record.attempted) is not tuple or type(record.failed) is not tuple:
+        return False
+    for k in record.attempted:
+        if type(k) is not str:
+            return False
+    for f in record.failed:
+        if type(f) is not tuple or len(f) != 2 or type(f[0]) is not str or type(f[1]) is not str:
+            return False
+    return True

@@ -15,7 +15,6 @@ import threading
 import weakref
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Engine, event
@@ -43,7 +42,7 @@ class Tx:
     depth of its open transaction, whether it was found dead, and (SQLite) the task row last read in that
     transaction."""
 
-    __slots__ = ("bound", "cursor", "dbapi", "dead", "depth", "pooled", "stamp", "task_row")
+    __slots__ = ("bound", "cursor", "dbapi", "dead", "depth", "pooled", "task_row")
 
     def __init__(self, pooled: Any) -> None:
         self.pooled = pooled
@@ -51,7 +50,6 @@ class Tx:
         self.cursor = pooled.cursor()
         self.depth = 0
         self.dead = False
-        self.stamp: Any = None  # the transaction's timestamp, taken at its first write (`Shared.stamp`)
         # SQLite: the task row `get_task` read in this transaction, until anything writes a task.  BEGIN IMMEDIATE
         # holds the database's write lock, so nothing else can change it: `move_task` need not read it again.
         self.task_row: tuple[Any, ...] | None = None
@@ -108,18 +106,14 @@ class Shared:
         self.stmt = Statements(self.postgres, self.returning)
         self.sql = self.stmt.sql
 
-    def now(self) -> Any:
-        """The current time as the driver binds it: SQLAlchemy's SQLite DATETIME text, or an aware datetime."""
-        now = datetime.now(UTC)
-        return now if self.postgres else now.isoformat(" ", "microseconds")[:26]  # "%Y-%m-%d %H:%M:%S.%f", faster
+    def now(self) -> None:
+        """The `now` parameter statements are given: none — the statements read the database's clock themselves
+        (`statements.dialect_sql`), so every host of a deployment stamps rows with one clock."""
+        return None
 
-    def stamp(self, tx: Tx) -> Any:
-        """The timestamp of `tx`'s transaction: every row one transaction writes carries the same time (as
-        PostgreSQL's `now()` would)."""
-        stamp = tx.stamp
-        if stamp is None:
-            stamp = tx.stamp = self.now()
-        return stamp
+    def stamp(self, tx: Tx) -> None:
+        """The `now` parameter of a statement in `tx` (see `now`)."""
+        return None
 
     def open_unit(self) -> Tx | None:
         tx: Tx | None = getattr(self.local, "tx", None)
@@ -186,7 +180,6 @@ class Shared:
             tx, reused = self.acquire(doing)
             try:
                 tx.cursor.execute(self.begin)
-                tx.stamp = None
                 tx.task_row = None
                 return tx
             except self.error_class as exc:

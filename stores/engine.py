@@ -24,6 +24,8 @@ from sqlalchemy.pool import StaticPool
 
 from interlock.runtime.store import StoreError
 
+from .masking import mask_credentials, scrub
+
 __all__ = [
     "BUSY_TIMEOUT_S", "SQLITE_PAGE_SIZE", "BEGIN_OPTION", "ADVISORY_NAMESPACE", "MIGRATION_LOCK_KEY", "normalise_url", "is_memory_url",
     "check_url", "make_engine", "memory_lock", "display_url", "upgrade_hint", "store_error",
@@ -72,13 +74,14 @@ def check_url(url: str | URL) -> URL:
     """The normalised URL, or a `StoreError` saying in words what is wrong with it: empty, unparseable, a
     database other than SQLite or PostgreSQL, a driver other than pysqlite or psycopg 3 (or not installed), a
     query argument the driver does not read or cannot parse."""
-    shown = url if isinstance(url, URL) else _clip(url)
+    raw = url if isinstance(url, str) else url.render_as_string(hide_password=False)
+    shown = _clip(mask_credentials(raw))
     if isinstance(url, str) and not url.strip():
         raise StoreError(f"empty database URL: give {_URL_FORMS}")
     try:
         u = normalise_url(url.strip() if isinstance(url, str) else url)
     except (ArgumentError, ValueError) as exc:
-        raise StoreError(f"cannot parse the database URL `{shown}` ({exc}): give {_URL_FORMS}") from None
+        raise StoreError(f"cannot parse the database URL `{shown}` ({scrub(str(exc), raw)}): give {_URL_FORMS}") from None
     backend = u.get_backend_name()
     drivers = _DRIVERS.get(backend)
     driver = u.drivername.partition("+")[2] or (drivers[0] if drivers else "")  # no dialect loaded to find it
@@ -119,7 +122,7 @@ def check_url(url: str | URL) -> URL:
                 ok = False
         if not ok:
             kind = {float: "a number of seconds", int: "a whole number", bool: "true or false"}.get(expected, "")
-            raise StoreError(f"`{shown}`: `{key}={_clip(text, 40)}` is not {kind}")
+            raise StoreError(f"`{shown}`: `{key}={_clip(scrub(text, raw), 40)}` is not {kind}")
     return u
 
 
@@ -136,8 +139,14 @@ def is_memory_url(url: str | URL) -> bool:
 
 
 def display_url(url: str | URL) -> str:
-    """The URL as shown in messages: password hidden."""
-    return normalise_url(url).render_as_string(hide_password=True)
+    """The URL as every message, report and repr shows it: normalised, every credential masked
+    (`masking.mask_credentials`: the user part's password, `?password=`, `sslpassword`, …).  A URL that does not
+    parse is shown masked as given."""
+    try:
+        text = normalise_url(url).render_as_string(hide_password=False)
+    except (ArgumentError, ValueError):
+        text = url if isinstance(url, str) else repr(url)
+    return mask_credentials(text)
 
 
 def upgrade_hint(url: str | URL) -> str:
@@ -201,7 +210,9 @@ def store_error(exc: DBAPIError, url: str | URL, doing: str) -> StoreError:
     """A `StoreError` that says what went wrong in words a host operator can act on."""
     where = display_url(url)
     orig = exc.orig
-    text = str(orig) if orig is not None else str(exc)
+    # a driver's message may quote the connection string: its secrets are masked there too
+    text = scrub(str(orig) if orig is not None else str(exc), url if isinstance(url, str)
+                 else url.render_as_string(hide_password=False))
     pgcode = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
     lowered = text.lower()
     if pgcode == "42P01" or "no such table" in lowered or ("relation" in lowered and "does not exist" in lowered):

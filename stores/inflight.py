@@ -4,10 +4,12 @@ Read-only by construction: a SQLite file is opened with `mode=ro` (a missing fil
 error, never created), a PostgreSQL session is put in read-only mode, and only SELECTs run,
 against the tables of `schema.py`.  What counts as stranded (docs/diff.md, "Stranded work"):
 
-- `step_removed` — a task standing on a step the new plan no longer has (the step, or its
-  workflow, was removed or renamed).  Tasks are the unarchived rows of `interlock_tasks`;
-  a task only the ledger knows (a host that keeps its own tasks table) stands where its
-  latest ledger row put it.
+- `step_removed` — a task standing on a step the new plan does not have (the step, or its
+  workflow, was removed or renamed), judged against the new plan itself, whatever the diff
+  called the change.  Tasks are the unarchived rows of `interlock_tasks`; a task only the
+  ledger knows (a host that keeps its own tasks table) stands where its latest ledger row put
+  it.  The tasks are read in one pass (rows filtered by their (workflow, step) in the database)
+  and the ledger-only ones through an anti-join: linear in the number of tasks.
 - `dead_end` — a task on a non-terminal step that lost every way out.
 - `entry_kind_removed` / `entry_kind_excluded` / `entry_step_removed` — an entry still in
   progress (a ledger row with no entry record, or a marker `in_progress`) whose remaining
@@ -22,6 +24,8 @@ plan's workflow in a shared store) is not this change's doing.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -41,7 +45,7 @@ from interlock.runtime.store import StoreError
 from . import schema
 from .engine import check_url, display_url, is_memory_url, store_error
 
-__all__ = ["ChangeLike", "Stranded", "InflightError", "open_readonly", "stranded", "REASONS"]
+__all__ = ["ChangeLike", "Stranded", "InflightError", "open_readonly", "stranded", "stranded_tasks", "REASONS"]
 
 REASONS = ("step_removed", "dead_end", "entry_step_removed", "entry_kind_removed", "entry_kind_excluded",
            "seat_role_removed", "decision_role_removed")
@@ -147,6 +151,8 @@ def _reading(source: str | URL | Engine) -> Iterator[tuple[Connection, str]]:
 class _Impact:
     removed_steps: dict[tuple[str, str], str | None]  # (workflow, step) -> what replaced it (a rename), or None
     removed_workflows: frozenset[str]
+    new_steps: frozenset[tuple[str, str]]  # every (workflow, step) of the new plan
+    known_workflows: frozenset[str]  # the workflows of either plan (a task elsewhere is not this change's doing)
     dead_ends: frozenset[tuple[str, str]]
     removed_kinds: frozenset[str]
     excluded_kinds: frozenset[str]
@@ -180,8 +186,16 @@ def _impact(old: Plan, new: Plan, changes: Sequence[ChangeLike]) -> _Impact:
             excluded.add(kind)
         elif kind not in policy.dispatch or kind not in {k.name for k in new.kinds}:
             kinds.add(kind)
-    return _Impact(removed_steps, frozenset(removed_wfs), frozenset(dead), frozenset(kinds), frozenset(excluded),
-                   frozenset(roles))
+    new_steps = frozenset((wf.id, st.id) for wf in new.workflows for st in wf.steps)
+    known = frozenset(wf.id for plan in (old, new) for wf in plan.workflows)
+    for wf in old.workflows:  # what the new plan lacks is removed, whatever the diff called it
+        for st in wf.steps:
+            if (wf.id, st.id) not in new_steps:
+                removed_steps.setdefault((wf.id, st.id), None)
+                if new.workflow(wf.id) is None:
+                    removed_wfs.add(wf.id)
+    return _Impact(removed_steps, frozenset(removed_wfs), new_steps, known, frozenset(dead), frozenset(kinds),
+                   frozenset(excluded), frozenset(roles))
 
 
 def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
@@ -191,8 +205,8 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
 
 def _where_task(workflow: str, step: str, imp: _Impact) -> tuple[str, str] | None:
     key = (workflow, step)
-    if key in imp.removed_steps:
-        renamed = imp.removed_steps[key]
+    if key not in imp.new_steps and workflow in imp.known_workflows:
+        renamed = imp.removed_steps.get(key)
         if workflow in imp.removed_workflows:
             return "step_removed", f"on step `{step}` of workflow `{workflow}`, which was removed"
         hint = f" (renamed to `{renamed}`; move the task there)" if renamed else ""
@@ -203,20 +217,24 @@ def _where_task(workflow: str, step: str, imp: _Impact) -> tuple[str, str] | Non
 
 
 def _tasks(conn: Connection, imp: _Impact) -> list[Stranded]:
-    workflows = sorted({wf for wf, _ in (*imp.removed_steps, *imp.dead_ends)})
-    if not workflows:
-        return []
     t, lg = schema.tasks, schema.step_transitions
+    groups = [(wf, step) for wf, step, _n in conn.execute(
+        sa.select(t.c.workflow_id, t.c.step_id, sa.func.count()).where(t.c.archived == sa.false())
+        .group_by(t.c.workflow_id, t.c.step_id))
+        if wf is not None and step is not None and _where_task(wf, step, imp) is not None]
     rows: list[tuple[str, str | None, str | None]] = []
-    for part in _chunks(workflows):
+    for part in _chunks(groups):  # one pass over the tasks per chunk of stranded (workflow, step) places
         rows.extend(conn.execute(sa.select(t.c.id, t.c.workflow_id, t.c.step_id)
-                                 .where(t.c.archived == sa.false(), t.c.workflow_id.in_(part))))
-    # tasks only the ledger knows (a host keeping its own tasks table, ADR 0007): where the latest row put them
-    latest = sa.select(sa.func.max(lg.c.id)).group_by(lg.c.task_id).scalar_subquery()
-    known = sa.select(t.c.id).scalar_subquery()
-    rows.extend(conn.execute(sa.select(lg.c.task_id, lg.c.to_workflow_id, lg.c.to_step_id)
-                             .where(lg.c.id.in_(latest), lg.c.task_id.not_in(known),
-                                    lg.c.to_workflow_id.in_(workflows))))
+                                 .where(t.c.archived == sa.false(),
+                                        sa.tuple_(t.c.workflow_id, t.c.step_id).in_(list(part)))
+                                 .order_by(t.c.id)))
+    # tasks only the ledger knows (a host keeping its own tasks table, ADR 0007): where their latest row put them
+    alone = sa.select(lg.c.task_id).where(~sa.exists().where(t.c.id == lg.c.task_id)).distinct()
+    loose = [task for (task,) in conn.execute(alone)]
+    for part in _chunks(loose):
+        latest = sa.select(sa.func.max(lg.c.id)).where(lg.c.task_id.in_(part)).group_by(lg.c.task_id)
+        rows.extend(conn.execute(sa.select(lg.c.task_id, lg.c.to_workflow_id, lg.c.to_step_id)
+                                 .where(lg.c.id.in_(latest))))
     out: list[Stranded] = []
     for task_id, workflow, step in rows:
         if workflow is None or step is None:
@@ -233,12 +251,16 @@ def _entries(conn: Connection, old: Plan, imp: _Impact) -> list[Stranded]:
         return []
     lg, mk = schema.step_transitions, schema.entry_markers
     workflows = sorted({w.id for w in old.workflows})
-    pending = sa.select(mk.c.entry_id).where(mk.c.state == "in_progress").scalar_subquery()
-    rows = list(conn.execute(
-        sa.select(lg.c.id, lg.c.task_id, lg.c.to_workflow_id, lg.c.to_step_id, lg.c.entry_recorded_at.is_(None))
-        .where(lg.c.to_step_id.is_not(None), lg.c.to_workflow_id.in_(workflows),
-               sa.or_(lg.c.entry_recorded_at.is_(None), lg.c.id.in_(pending)))
-        .order_by(lg.c.id)))
+    # two reads through partial indexes (the few unrecorded rows, the few markers in progress), never a scan of the
+    # ledger: a store of millions of finished tasks costs what its unfinished ones do
+    columns = (lg.c.id, lg.c.task_id, lg.c.to_workflow_id, lg.c.to_step_id, lg.c.entry_recorded_at.is_(None))
+    found = {int(r[0]): r for r in conn.execute(
+        sa.select(*columns).where(lg.c.entry_recorded_at.is_(None), lg.c.to_step_id.is_not(None)))}
+    pending = sorted({int(e) for (e,) in conn.execute(sa.select(mk.c.entry_id).where(mk.c.state == "in_progress"))}
+                     - set(found))
+    for part in _chunks(pending):
+        found.update((int(r[0]), r) for r in conn.execute(sa.select(*columns).where(lg.c.id.in_(part))))
+    rows = [r for _, r in sorted(found.items()) if r[2] in workflows]
     markers: dict[int, dict[int, tuple[str, str]]] = {}
     for part in _chunks([r[0] for r in rows]):
         for entry_id, position, kind, state in conn.execute(
@@ -310,3 +332,19 @@ def stranded(source: str | URL | Engine, old: Plan, new: Plan, changes: Sequence
     with _reading(source) as (conn, _where):
         found = [*_tasks(conn, imp), *_entries(conn, old, imp), *_roles(conn, imp)]
     return sorted(found, key=Stranded.sort_key)
+
+
+def stranded_tasks(source: str | URL | Engine, plan: Plan) -> list[Stranded]:
+    """The tasks in the store at `source` that stand on a step `plan` does not have — in one of its workflows, or
+    in a workflow of a plan revision the store kept (a workflow the plan dropped) — by task (what `interlock
+    migrate` moves).  Read-only; `InflightError` when the store cannot be read."""
+    with _reading(source) as (conn, _where):
+        known = {wf.id for wf in plan.workflows}
+        if sa.inspect(conn).has_table(schema.plans.name):
+            for (text,) in conn.execute(sa.select(schema.plans.c.plan)):
+                with contextlib.suppress(Exception):  # a revision this interlock cannot read: its workflows unknown
+                    known.update(wf.get("id") for wf in json.loads(text).get("workflows", ()) if isinstance(wf, dict))
+        imp = _Impact({}, frozenset(known - {wf.id for wf in plan.workflows}),
+                      frozenset((wf.id, st.id) for wf in plan.workflows for st in wf.steps), frozenset(known),
+                      frozenset(), frozenset(), frozenset(), frozenset())
+        return sorted(_tasks(conn, imp), key=Stranded.sort_key)

@@ -26,7 +26,7 @@ import heapq
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -35,19 +35,23 @@ from interlock.runtime.frozen import builder
 from interlock.runtime.store import (
     Claim,
     Decision,
+    EntryClaim,
     EntryRecord,
     LedgerRow,
     Marker,
     MarkerState,
     MoveResult,
+    OwnerRow,
     Participant,
     QueuedRun,
     TaskState,
 )
+from interlock.runtime.store_due import DueRow, Incident, IncidentState, TimerArm
 
 from ._common import (
     attempted_text,
     attempted_value,
+    check_arrival_options,
     check_decider,
     check_route,
     check_seat_task,
@@ -62,7 +66,9 @@ from ._common import (
     payload_text,
     payload_value,
     steps_tuple,
+    stored_shape,
 )
+from .memory_due import MemoryDue
 
 _task_state = builder(TaskState)  # the hot paths' constructors (interlock.runtime.frozen.builder)
 _ledger_row = builder(LedgerRow)
@@ -71,7 +77,7 @@ _entry_record = builder(EntryRecord)
 
 _Row = tuple[Any, ...]
 """A stored ledger row or entry record: the record's fields in order, plain values only."""
-_TO_WORKFLOW, _TO_STEP = 4, 5  # where a ledger row's destination sits in its values
+_TO_WORKFLOW, _TO_STEP, _PLAN = 4, 5, 10  # where a ledger row's destination and revision sit in its values
 
 __all__ = ["MemoryStore"]
 
@@ -88,7 +94,10 @@ class MemoryStore:
 
     durable: bool = False
 
-    def __init__(self) -> None:
+    def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
+        """`clock`: the store's clock (epoch seconds; default `time.time`), which leases and due times are judged by:
+        a test passes its own to move time."""
+        self.clock: Callable[[], float] = clock if clock is not None else time.time
         self._lock = threading.RLock()
         self._undo: list[Callable[[], object]] | None = None  # set while a unit is open
         # One id sequence per table; never rolled back, so no id is handed out twice.
@@ -100,8 +109,12 @@ class MemoryStore:
         self._ledger_by_task: dict[str, list[_Row]] = {}
         self._entries: dict[int, _Row] = {}  # EntryRecord's fields, in order
         self._markers: dict[int, dict[int, Marker]] = {}
-        # operation id -> (state, claim token, lease until (epoch seconds), task id, trigger)
-        self._operations: dict[str, tuple[str, str | None, float, str | None, str | None]] = {}
+        self._unrecorded: dict[int, None] = {}  # ledger ids with a destination and no entry record, oldest first
+        self._entry_owners: dict[int, str] = {}  # ledger id -> the owner dispatching its entry
+        # operation id -> (state, claim token, owner id, task id, trigger)
+        self._operations: dict[str, tuple[str, str | None, str | None, str | None, str | None]] = {}
+        self._plans: dict[str, str] = {}
+        self._owners: dict[str, OwnerRow] = {}
         self._evaluated: dict[int, bool] = {}  # every decision id: whether its re-evaluation is done
         self._runs: dict[str, QueuedRun] = {}
         self._runs_by_task: dict[str, list[QueuedRun]] = {}
@@ -109,6 +122,7 @@ class MemoryStore:
         self._seats_by_task: dict[str, dict[SeatKey, Participant]] = {}
         self._active: dict[DeciderKey, Decision] = {}
         self._active_by_step: dict[tuple[str, str], dict[int, Decision]] = {}
+        self._due = MemoryDue(self)  # timers, retries, incidents: their tables, on this lock, clock and undo log
 
     # ---- transactions ---------------------------------------------------------------------------
     @contextmanager
@@ -158,6 +172,54 @@ class MemoryStore:
         rows.append(value)
         self._push(rows.pop)
 
+    def now(self) -> float:
+        """The store's clock (the one given, or `time.time`)."""
+        return float(self.clock())
+
+    # ---- plan revisions and owners ---------------------------------------------------------------
+    def save_plan(self, digest: str, text: str) -> bool:
+        with self._lock:
+            if digest in self._plans:
+                return False
+            self._put(self._plans, digest, text)
+            return True
+
+    def plan_text(self, digest: str) -> str | None:
+        with self._lock:
+            return self._plans.get(digest)
+
+    def register_owner(self, owner_id: str, *, host: str, pid: int, plan: str | None, lease: float) -> None:
+        now = self.now()
+        with self._lock:
+            self._put(self._owners, owner_id, OwnerRow(owner_id, host, pid, plan, now, now, float(lease)))
+
+    def heartbeat(self, owner_id: str) -> bool:
+        now = self.now()
+        with self._lock:
+            row = self._owners.get(owner_id)
+            if row is None or row.stopped:
+                return False
+            self._put(self._owners, owner_id, replace(row, heartbeat_at=max(now, row.heartbeat_at)))
+            return True
+
+    def stop_owner(self, owner_id: str) -> None:
+        with self._lock:
+            row = self._owners.get(owner_id)
+            if row is not None:
+                self._put(self._owners, owner_id, replace(row, stopped=True))
+
+    def owners(self) -> list[OwnerRow]:
+        now = self.now()
+        with self._lock:
+            return [replace(row, alive=self._alive(row, now)) for row in self._owners.values()]
+
+    @staticmethod
+    def _alive(row: OwnerRow | None, now: float) -> bool:
+        return row is not None and not row.stopped and row.heartbeat_at + row.lease >= now
+
+    def _owner_alive(self, owner_id: str | None, now: float) -> bool:
+        return owner_id is not None and self._alive(self._owners.get(owner_id), now)
+
     # ---- tasks and the ledger -------------------------------------------------------------------
     def get_task(self, task_id: str) -> TaskState | None:
         with self._lock:
@@ -169,45 +231,56 @@ class MemoryStore:
             self._put(self._tasks, task.id, _clean_task(task))
 
     def create_task(self, task: TaskState, *, actor_kind: str = "system", actor_id: str | None = None,
-                    session_id: str | None = None) -> MoveResult:
+                    session_id: str | None = None, plan: str | None = None, entry_owner: str | None = None,
+                    operation_id: str | None = None, arrival_options: str | None = None) -> MoveResult:
         """Insert a new task and write its genesis ledger row when it has a step (`StoreError` if it exists)."""
         task = _clean_task(task)
+        check_arrival_options(arrival_options)
         with self._lock:
             if task.id in self._tasks:
                 raise exists_error(task.id)
+            row = None
+            if task.step_id is not None:
+                row = self._write_ledger(task.id, None, None, task.workflow_id, task.step_id, "creation",
+                                         actor_kind, actor_id, session_id, plan, entry_owner, arrival_options)
+                task = replace(task, entry_id=row.id)
+            elif task.entry_id is not None:
+                task = replace(task, entry_id=None)
             self._put(self._tasks, task.id, task)
-            if task.step_id is None:
-                return MoveResult("same_step", None, task)
-            row = self._write_ledger(task.id, None, None, task.workflow_id, task.step_id, "creation",
-                                     actor_kind, actor_id, session_id)
-            return MoveResult("moved", row, task)
+            if operation_id is not None:
+                self._mark(operation_id, task.id, "creation")
+            return MoveResult("moved" if row is not None else "same_step", row, task)
 
     def move_task(self, task_id: str, to_workflow_id: str | None, to_step_id: str | None, *, route: str,
                   actor_kind: str = "system", actor_id: str | None = None, session_id: str | None = None,
                   expected_step_id: str | None = None, operation_id: str | None = None,
-                  operation_trigger: str | None = None, decision_id: int | None = None) -> MoveResult:
+                  operation_trigger: str | None = None, decision_id: int | None = None,
+                  expected_entry_id: int | None = None, plan: str | None = None,
+                  entry_owner: str | None = None, arrival_options: str | None = None) -> MoveResult:
         """Change a task's step and write the ledger row in one step (see the protocol)."""
         if not route:
             check_route(route)
+        check_arrival_options(arrival_options)
         to_wf, to_step = to_workflow_id or None, to_step_id or None  # clean_id: empty means none
         with self._lock:
             task = self._tasks.get(task_id)
             if task is None:
                 return MoveResult("unknown_task")
-            if expected_step_id is not None and task.step_id != expected_step_id:
+            if ((expected_step_id is not None and task.step_id != expected_step_id)
+                    or (expected_entry_id is not None and task.entry_id != expected_entry_id)):
                 return MoveResult("cas_lost", None, task)
             row = None
             from_wf, from_step = task.workflow_id, task.step_id
             if from_wf != to_wf or from_step != to_step:
+                if from_step is not None or to_step is not None:  # is_arrival, given that something changed
+                    row = self._write_ledger(task_id, from_wf, from_step, to_wf, to_step, route,
+                                             actor_kind, actor_id, session_id, plan, entry_owner, arrival_options)
                 moved = _task_state(task_id, to_wf, to_step, task.description, task.is_from_office,
-                                  task.is_ephemeral, task.archived)
+                                    task.is_ephemeral, task.archived, row.id if row is not None else task.entry_id)
                 if self._undo is None:
                     self._tasks[task_id] = moved
                 else:
                     self._put(self._tasks, task_id, moved)
-                if from_step is not None or to_step is not None:  # is_arrival, given that something changed
-                    row = self._write_ledger(task_id, from_wf, from_step, to_wf, to_step, route,
-                                             actor_kind, actor_id, session_id)
                 task = moved
             if operation_id is not None:
                 self._mark(operation_id, task_id, operation_trigger)
@@ -217,19 +290,30 @@ class MemoryStore:
 
     def _write_ledger(self, task_id: str, from_wf: str | None, from_step: str | None, to_wf: str | None,
                       to_step: str | None, route: str, actor_kind: str, actor_id: str | None,
-                      session_id: str | None) -> LedgerRow:
-        values = (next(self._ledger_ids), task_id, from_wf, from_step, to_wf, to_step, route, actor_kind or "system",
-                  actor_id, session_id)
+                      session_id: str | None, plan: str | None = None, entry_owner: str | None = None,
+                      arrival_options: str | None = None) -> LedgerRow:
+        ledger_id = next(self._ledger_ids)
+        values = (ledger_id, task_id, from_wf, from_step, to_wf, to_step, route, actor_kind or "system",
+                  actor_id, session_id, plan, arrival_options)
         rows = self._ledger_by_task.get(task_id)
         if rows is None:
             rows = self._ledger_by_task[task_id] = []
+        entering = to_wf is not None and to_step is not None
         if self._undo is None:  # outside a unit: plain writes, nothing to undo
-            self._ledger[values[0]] = values
+            self._ledger[ledger_id] = values
             rows.append(values)
+            if entering:
+                self._unrecorded[ledger_id] = None
+                if entry_owner is not None:
+                    self._entry_owners[ledger_id] = entry_owner
         else:
-            self._put(self._ledger, values[0], values)
+            self._put(self._ledger, ledger_id, values)
             rows.append(values)
             self._undo.append(rows.pop)
+            if entering:
+                self._put(self._unrecorded, ledger_id, None)
+                if entry_owner is not None:
+                    self._put(self._entry_owners, ledger_id, entry_owner)
         return _ledger_row(*values)
 
     def ledger_row(self, ledger_id: int) -> LedgerRow | None:
@@ -244,20 +328,43 @@ class MemoryStore:
                         else self._ledger_by_task.get(task_id, ()))
         return [_ledger_row(*values) for values in rows]
 
-    def unrecorded_arrivals(self, limit: int = 1000) -> list[LedgerRow]:
-        """Ledger rows that name a destination and have no entry record, oldest first: a scan of the ledger (kept in
-        id order), as the SQL stores' query is — no index of its own to keep on every arrival."""
+    def unrecorded_arrivals(self, limit: int = 1000, *, after_id: int = 0,
+                            owner_id: str | None = None) -> list[LedgerRow]:
+        """Ledger rows after `after_id` with a destination, no entry record and no live owner but `owner_id`,
+        oldest first (an index of its own, as the SQL stores' partial index)."""
         out: list[LedgerRow] = []
         if limit <= 0:
             return out
+        now = self.now()
         with self._lock:
-            entries = self._entries
-            for values in self._ledger.values():
-                if values[_TO_STEP] is not None and values[_TO_WORKFLOW] is not None and values[0] not in entries:
-                    out.append(_ledger_row(*values))
-                    if len(out) == limit:
-                        break
+            for ledger_id in sorted(self._unrecorded):  # a handful: undone units re-insert out of order
+                if ledger_id <= after_id:
+                    continue
+                owner = self._entry_owners.get(ledger_id)
+                if owner is not None and owner != owner_id and self._owner_alive(owner, now):
+                    continue
+                out.append(_ledger_row(*self._ledger[ledger_id]))
+                if len(out) == limit:
+                    break
         return out
+
+    def claim_entry(self, entry_id: int, owner_id: str, plan: str | None) -> EntryClaim:
+        """Claim the dispatch of a row's entry for `owner_id` (see the protocol)."""
+        now = self.now()
+        with self._lock:
+            values = self._ledger.get(entry_id)
+            if values is None:
+                return EntryClaim("missing")
+            if entry_id in self._entries:
+                return EntryClaim("recorded", _ledger_row(*values))
+            owner = self._entry_owners.get(entry_id)
+            if owner is not None and owner != owner_id and self._owner_alive(owner, now):
+                return EntryClaim("busy", _ledger_row(*values), owner)
+            if values[_PLAN] is None and plan is not None:
+                values = (*values[:_PLAN], plan, *values[_PLAN + 1:])
+                self._put(self._ledger, entry_id, values)
+            self._put(self._entry_owners, entry_id, owner_id)
+            return EntryClaim("claimed" if owner in (None, owner_id) else "taken_over", _ledger_row(*values))
 
     # ---- step entry -------------------------------------------------------------------------------
     def entry_record(self, entry_id: int) -> EntryRecord | None:
@@ -269,7 +376,7 @@ class MemoryStore:
         """Record the entry (see the protocol): False if the row has one already (nothing changed)."""
         attempted, failed = record.attempted, record.failed
         if type(attempted) is not tuple or type(failed) is not tuple or ((attempted or failed)
-                                                                       and not _stored_shape(record)):
+                                                                       and not stored_shape(record)):
             # kept as the SQL store hands it back: tuples of str (an empty entry's record is that already)
             attempted, failed = attempted_value(attempted_text(attempted)), failed_value(failed_text(failed))
         entry_id = record.entry_id
@@ -286,8 +393,10 @@ class MemoryStore:
                 raise foreign_entry_error(entry_id, values[1:4], (row[1], row[_TO_WORKFLOW], row[_TO_STEP]))
             if self._undo is None:  # outside a unit: nothing to undo (`_put` without its call)
                 self._entries[entry_id] = values
+                self._unrecorded.pop(entry_id, None)
             else:
                 self._put(self._entries, entry_id, values)
+                self._pop(self._unrecorded, entry_id)
             return True
 
     def markers(self, entry_id: int) -> dict[int, Marker]:
@@ -308,6 +417,22 @@ class MemoryStore:
             self._put(markers, position, Marker(entry_id, position, kind, "in_progress"))
             return True
 
+    def start_marker(self, entry_id: int, position: int, kind: str) -> Marker:
+        """Start a try of a position (see the protocol)."""
+        with self._lock:
+            if entry_id not in self._ledger:
+                raise no_ledger_row_error(entry_id)
+            markers = self._markers.get(entry_id)
+            if markers is None:
+                markers = {}
+                self._put(self._markers, entry_id, markers)
+            old = markers.get(position)
+            if old is not None and old.state != "in_progress":
+                return old
+            marker = Marker(entry_id, position, kind, "in_progress", None, 1 if old is None else old.attempt + 1)
+            self._put(markers, position, marker)
+            return marker
+
     def finish_marker(self, entry_id: int, position: int, state: MarkerState, error: str | None = None) -> None:
         """Set a marker's state (and error); a position with no marker is left alone."""
         state = check_state(state)
@@ -317,23 +442,39 @@ class MemoryStore:
             if markers is not None and old is not None:
                 self._put(markers, position, replace(old, state=state, error=error))
 
+    def rerun_marker(self, entry_id: int, position: int, kind: str) -> Marker | None:
+        """Start a position of a recorded entry again (see the protocol): the next attempt, or attempt 2."""
+        with self._lock:
+            if entry_id not in self._ledger:
+                raise no_ledger_row_error(entry_id)
+            markers = self._markers.get(entry_id)
+            if markers is None:
+                markers = {}
+                self._put(self._markers, entry_id, markers)
+            old = markers.get(position)
+            if old is not None and old.state == "done":
+                return None
+            marker = Marker(entry_id, position, kind, "in_progress", None, 2 if old is None else old.attempt + 1)
+            self._put(markers, position, marker)
+            return marker
+
     # ---- operations -------------------------------------------------------------------------------
     def operation_applied(self, operation_id: str) -> bool:
         with self._lock:
             found = self._operations.get(operation_id)
             return found is not None and found[0] == "applied"
 
-    def claim_operation(self, operation_id: str, *, token: str, lease: float, task_id: str | None = None,
+    def claim_operation(self, operation_id: str, *, token: str, owner_id: str, task_id: str | None = None,
                         trigger: str | None = None) -> Claim:
         """Claim the operation for `token` (see the protocol)."""
-        now = time.time()
+        now = self.now()
         with self._lock:
             found = self._operations.get(operation_id)
             if found is not None and found[0] == "applied":
                 return "applied"
-            if found is not None and found[2] >= now:
+            if found is not None and self._owner_alive(found[2], now):
                 return "busy"
-            self._put(self._operations, operation_id, ("claimed", token, now + lease, task_id, trigger))
+            self._put(self._operations, operation_id, ("claimed", token, owner_id, task_id, trigger))
             return "claimed" if found is None else "taken_over"
 
     def release_operation(self, operation_id: str, token: str) -> bool:
@@ -346,11 +487,20 @@ class MemoryStore:
             return True
 
     def claimed_operations(self, limit: int = 1000) -> list[tuple[str, str]]:
-        """Operations claimed and not applied: (operation id, claim token), oldest lease first."""
+        """Every operation claimed and not applied: (operation id, claim token)."""
         with self._lock:
-            claims = sorted((until, op, token) for op, (state, token, until, _, _) in self._operations.items()
-                            if state == "claimed" and token is not None)
-        return [(op, token) for _, op, token in claims[:max(limit, 0)]]
+            claims = [(op, token) for op, (state, token, _, _, _) in self._operations.items()
+                      if state == "claimed" and token is not None]
+        return claims[:max(limit, 0)]
+
+    def abandoned_claims(self, limit: int = 1000, *, owner_id: str | None = None) -> list[tuple[str, str]]:
+        """Operations claimed and not applied whose owner is dead (or is `owner_id`): (operation id, claim token)."""
+        now = self.now()
+        with self._lock:
+            claims = [(op, token) for op, (state, token, owner, _, _) in self._operations.items()
+                      if state == "claimed" and token is not None
+                      and (owner == owner_id or not self._owner_alive(owner, now))]
+        return claims[:max(limit, 0)]
 
     def mark_operation(self, operation_id: str, *, task_id: str | None = None, trigger: str | None = None) -> bool:
         """Mark applied; False if it already was."""
@@ -361,7 +511,7 @@ class MemoryStore:
         found = self._operations.get(operation_id)
         if found is not None and found[0] == "applied":
             return False
-        self._put(self._operations, operation_id, ("applied", None, 0.0, task_id, trigger))
+        self._put(self._operations, operation_id, ("applied", None, None, task_id, trigger))
         return True
 
     def decision_evaluated(self, decision_id: int) -> bool:
@@ -476,6 +626,52 @@ class MemoryStore:
                 self._pop(self._active, (d.task_id, d.step_id, d.decider_type, d.decider_id, d.role))
             return len(cleared)
 
+    # ---- due rows and incidents (stores/memory_due.py) ---------------------------------------------
+    def arm_timers(self, task_id: str, entry_id: int, workflow_id: str, step_id: str, plan: str | None,
+                   timers: Sequence[TimerArm]) -> None:
+        self._due.arm_timers(task_id, entry_id, workflow_id, step_id, plan, timers)
+
+    def schedule_retry(self, row: DueRow) -> bool:
+        return self._due.schedule_retry(row)
+
+    def disarm(self, task_id: str, keep_entry: int | None) -> list[DueRow]:
+        return self._due.disarm(task_id, keep_entry)
+
+    def due(self, limit: int = 1000) -> list[DueRow]:
+        return self._due.due(limit)
+
+    def next_due(self) -> float | None:
+        return self._due.next_due()
+
+    def due_rows(self, task_id: str) -> list[DueRow]:
+        return self._due.due_rows(task_id)
+
+    def advance_due(self, row_id: int, slot: int, next_slot: int, due_at: float) -> bool:
+        return self._due.advance_due(row_id, slot, next_slot, due_at)
+
+    def drop_due(self, row_id: int, slot: int) -> bool:
+        return self._due.drop_due(row_id, slot)
+
+    def open_incident(self, incident: Incident) -> Incident:
+        return self._due.open_incident(incident)
+
+    def incident(self, incident_id: int) -> Incident | None:
+        return self._due.incident(incident_id)
+
+    def incidents(self, task_id: str | None = None, *, state: IncidentState | None = "open",
+                  limit: int = 1000) -> list[Incident]:
+        return self._due.incidents(task_id, state=state, limit=limit)
+
+    def claim_incident(self, incident_id: int, owner_id: str) -> Incident | None:
+        return self._due.claim_incident(incident_id, owner_id)
+
+    def settle_incident(self, incident_id: int, *, owner_id: str | None, state: IncidentState,
+                        resolution: str | None = None, note: str | None = None, error: str | None = None,
+                        attempts: int | None = None,
+                        failures: tuple[tuple[int, str, str], ...] | None = None) -> bool:
+        return self._due.settle_incident(incident_id, owner_id=owner_id, state=state, resolution=resolution,
+                                         note=note, error=error, attempts=attempts, failures=failures)
+
     def close(self) -> None:
         """Nothing to release (for symmetry with `SqlStore.close`)."""
 
@@ -489,20 +685,6 @@ def _restore(table: dict[K, V], key: K, old: V) -> None:
 
 def _by_id(row: LedgerRow | Participant | Decision) -> int:
     return int(row.id)
-
-
-def _stored_shape(record: EntryRecord) -> bool:
-    """Whether a record is in the shape the SQL store hands back (tuples; every attempted kind a str, every
-    failure a (str, str) tuple): then it is stored as given."""
-    if type(record.attempted) is not tuple or type(record.failed) is not tuple:
-        return False
-    for k in record.attempted:
-        if type(k) is not str:
-            return False
-    for f in record.failed:
-        if type(f) is not tuple or len(f) != 2 or type(f[0]) is not str or type(f[1]) is not str:
-            return False
-    return True
 
 
 def _clean_task(task: TaskState) -> TaskState:

@@ -26,8 +26,7 @@ supersede-and-insert never races; the unique indexes stay the backstop
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
@@ -38,20 +37,24 @@ from interlock.runtime.frozen import builder
 from interlock.runtime.store import (
     Claim,
     Decision,
+    EntryClaim,
     EntryRecord,
     LedgerRow,
     Marker,
     MarkerState,
     MoveResult,
+    OwnerRow,
     Participant,
     QueuedRun,
     StoreError,
     TaskState,
 )
+from interlock.runtime.store_due import DueRow, Incident, IncidentState, TimerArm
 
 from ._common import (
-    attempted_text,
     attempted_value,
+    cached_attempted_text,
+    check_arrival_options,
     check_decider,
     check_route,
     check_seat_task,
@@ -70,28 +73,43 @@ from ._common import (
     steps_tuple,
 )
 from .connections import Savepoint, Shared, Tx, Write
-from .engine import ADVISORY_NAMESPACE, make_engine
+from .engine import ADVISORY_NAMESPACE, display_url, make_engine
 from .migrate import check_schema
+from .sql_due import SqlDue
+from .sql_incidents import SqlIncidents
 from .statements import (
     _PARTICIPANT_COLS,
     ADVISORY_LOCK,
     CLEAR_DECISIONS,
     D_CLAIM,
     I_CLAIM,
+    I_OWNER,
+    I_PLAN,
     I_SEAT,
     PUT_PARTICIPANT,
     PUT_TASK,
+    Q_ALL_CLAIMS,
     Q_CLAIMS,
     Q_DECISIONS,
+    Q_ENTRY_CLAIM,
     Q_EVALUATED,
     Q_LEDGER,
     Q_LEDGER_OF,
+    Q_MARKER,
+    Q_NOW,
+    Q_OWNERS,
+    Q_PLAN,
     Q_RUNS,
     Q_RUNS_OF,
     Q_UNEVALUATED,
     Q_UNRECORDED,
     SUPERSEDE,
+    U_ENTRY_CLAIM,
+    U_HEARTBEAT,
+    U_MARKER_RETRY,
+    U_STOP_OWNER,
     U_TAKE_OVER,
+    U_TASK_ENTRY,
     _in_list,
 )
 
@@ -114,11 +132,12 @@ class _Unit:
     """What `SqlStore.unit()` returns: a transaction of its own (this thread's unit while it is open), or a
     savepoint in the open one."""
 
-    __slots__ = ("inner", "shared", "tx")
+    __slots__ = ("clock", "inner", "shared", "tx")
 
-    def __init__(self, shared: Shared, tx: Tx | None) -> None:
+    def __init__(self, shared: Shared, tx: Tx | None, clock: Callable[[], float] | None = None) -> None:
         self.shared = shared
         self.tx = tx
+        self.clock = clock
         self.inner: Write | Savepoint = Write(shared, None, "in a unit") if tx is None else \
             Savepoint(shared, tx, "in a nested unit")
 
@@ -126,7 +145,7 @@ class _Unit:
         tx = self.inner.__enter__()
         if self.tx is None:
             self.shared.local.tx = tx
-        return SqlStore._bound(self.shared, tx)
+        return SqlStore._bound(self.shared, tx, self.clock)
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         if self.tx is None:
@@ -144,15 +163,22 @@ class SqlStore:
     to get the SQLite settings the store relies on (WAL, busy timeout, one shared
     connection for `sqlite://`, the driver's own transaction handling off).
 
-    Use the store that `unit()` yields from the thread that opened the unit only."""
+    Use the store that `unit()` yields from the thread that opened the unit only.
+
+    `clock` (epoch seconds), when given, is the store's clock for due rows and incidents (what `arm_timers`,
+    `due`, `next_due` and incident times read) and for `now()`, passed to the database as a parameter: a test
+    moves time with it.  Owner heartbeats, leases and row stamps keep the database's clock.  Without it, every
+    clock is the database's, one for every host."""
 
     durable: bool = True
 
-    def __init__(self, engine: Engine | str | URL, *, check: bool = True, owns_engine: bool | None = None) -> None:
+    def __init__(self, engine: Engine | str | URL, *, check: bool = True, owns_engine: bool | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
         owns = not isinstance(engine, Engine) if owns_engine is None else owns_engine
         bound_engine = make_engine(engine) if not isinstance(engine, Engine) else engine
         self._owns_engine = owns
         self._conn: Tx | None = None
+        self._components(clock)
         try:
             self._shared = Shared.for_engine(bound_engine)
             if check:
@@ -162,15 +188,21 @@ class SqlStore:
                 bound_engine.dispose()
             raise
 
+    def _components(self, clock: Callable[[], float] | None) -> None:
+        self._clock = clock
+        self._due = SqlDue(self)  # timers, retries, rerun_marker (stores/sql_due.py)
+        self._incidents = SqlIncidents(self)  # stores/sql_incidents.py
+
     @classmethod
-    def _bound(cls, shared: Shared, tx: Tx) -> SqlStore:
+    def _bound(cls, shared: Shared, tx: Tx, clock: Callable[[], float] | None = None) -> SqlStore:
         store = tx.bound
-        if store is not None:
+        if store is not None and store._clock is clock:
             return store
         store = tx.bound = cls.__new__(cls)
         store._shared = shared
         store._conn = tx
         store._owns_engine = False
+        store._components(clock)
         return store
 
     @property
@@ -187,7 +219,7 @@ class SqlStore:
 
     def __repr__(self) -> str:
         bound = " (unit)" if self._conn is not None else ""
-        return f"SqlStore({self._shared.url.render_as_string(hide_password=True)!r}){bound}"
+        return f"SqlStore({display_url(self._shared.url)!r}){bound}"
 
     # ---- transactions ---------------------------------------------------------------------------
     def unit(self) -> _Unit:
@@ -195,7 +227,7 @@ class SqlStore:
 
         Nested on a bound store (or on the thread of an open unit) it is a savepoint: a
         nested unit that raises is rolled back and the outer one goes on."""
-        return _Unit(self._shared, self._conn if self._conn is not None else self._shared.open_unit())
+        return _Unit(self._shared, self._conn if self._conn is not None else self._shared.open_unit(), self._clock)
 
     def _tx(self, doing: str) -> Write:
         """A write: joins the bound or thread's unit, else one transaction of its own."""
@@ -211,6 +243,42 @@ class SqlStore:
             return fn(tx)
         except sh.error_class as exc:
             raise sh.error(exc, tx, doing) from exc
+
+    def now(self) -> float:
+        """The database's clock, epoch seconds (the test clock, when the store was given one)."""
+        if self._clock is not None:
+            return float(self._clock())
+        rows = self._rows("reading the clock", self._shared.sql(Q_NOW), {})
+        return float(rows[0][0])
+
+    # ---- plan revisions and owners ---------------------------------------------------------------
+    def save_plan(self, digest: str, text: str) -> bool:
+        with self._tx("keeping a plan revision") as tx:
+            tx.cursor.execute(self._shared.sql(I_PLAN), {"digest": digest, "plan": text})
+            return bool(tx.cursor.rowcount == 1)
+
+    def plan_text(self, digest: str) -> str | None:
+        rows = self._rows("reading a plan revision", self._shared.sql(Q_PLAN), {"digest": digest})
+        return str(rows[0][0]) if rows else None
+
+    def register_owner(self, owner_id: str, *, host: str, pid: int, plan: str | None, lease: float) -> None:
+        with self._tx("registering a runtime owner") as tx:
+            tx.cursor.execute(self._shared.sql(I_OWNER), {"owner": owner_id, "host": host, "pid": int(pid),
+                                                          "plan": plan, "lease": float(lease), "stopped": False})
+
+    def heartbeat(self, owner_id: str) -> bool:
+        with self._tx("a runtime owner's heartbeat") as tx:
+            tx.cursor.execute(self._shared.sql(U_HEARTBEAT), {"owner": owner_id})
+            return bool(tx.cursor.rowcount == 1)
+
+    def stop_owner(self, owner_id: str) -> None:
+        with self._tx("stopping a runtime owner") as tx:
+            tx.cursor.execute(self._shared.sql(U_STOP_OWNER), {"owner": owner_id, "stopped": True})
+
+    def owners(self) -> list[OwnerRow]:
+        return [OwnerRow(str(o), str(h), int(p), pl, float(st), float(hb), float(le), bool(sp), bool(al))
+                for o, h, p, pl, st, hb, le, sp, al in self._rows("reading runtime owners", self._shared.sql(Q_OWNERS),
+                                                                   {})]
 
     # ---- tasks and the ledger -------------------------------------------------------------------
     def get_task(self, task_id: str) -> TaskState | None:
@@ -237,7 +305,7 @@ class SqlStore:
         return {"id": task.id, "workflow_id": clean_id(task.workflow_id), "step_id": clean_id(task.step_id),
                 "description": task.description, "is_from_office": bool(task.is_from_office),
                 "is_ephemeral": bool(task.is_ephemeral), "archived": bool(task.archived),
-                "now": now}
+                "now": now, "entry_id": task.entry_id}
 
     def put_task(self, task: TaskState) -> None:
         """Insert or replace a task as pre-existing state: no ledger row, no arrival."""
@@ -247,27 +315,38 @@ class SqlStore:
             tx.cursor.execute(self._shared.sql(PUT_TASK), params)
 
     def create_task(self, task: TaskState, *, actor_kind: str = "system", actor_id: str | None = None,
-                    session_id: str | None = None) -> MoveResult:
+                    session_id: str | None = None, plan: str | None = None, entry_owner: str | None = None,
+                    operation_id: str | None = None, arrival_options: str | None = None) -> MoveResult:
         """Insert a new task and write its genesis ledger row when it has a step (`StoreError` if it exists)."""
-        params = self._task_params(task, self._shared.now())
-        created = replace(task, workflow_id=params["workflow_id"], step_id=params["step_id"])
+        check_arrival_options(arrival_options)
+        params = self._task_params(task, None)
+        params["entry_id"] = None
+        created = replace(task, workflow_id=params["workflow_id"], step_id=params["step_id"], entry_id=None)
         with self._tx("creating a task") as tx:
             tx.task_row = None
+            row = None
             tx.cursor.execute(self._shared.stmt.create_task, params)
             if tx.cursor.rowcount != 1:
                 raise exists_error(task.id)
-            if created.step_id is None:
-                return MoveResult("same_step", None, created)
-            row = self._write_ledger(tx, task.id, None, None, created.workflow_id, created.step_id, "creation",
-                                     actor_kind or "system", actor_id, session_id, params["now"])
-        return MoveResult("moved", row, created)
+            if created.step_id is not None:  # the genesis row, and the task's activation is that row
+                row = self._write_ledger(tx, task.id, None, None, created.workflow_id, created.step_id, "creation",
+                                         actor_kind or "system", actor_id, session_id, None, plan, entry_owner,
+                                         arrival_options)
+                tx.cursor.execute(self._shared.sql(U_TASK_ENTRY), {"id": task.id, "entry_id": row.id})
+                created = replace(created, entry_id=row.id)
+            if operation_id is not None:
+                self._mark(tx, operation_id, task.id, "creation", None)
+        return MoveResult("moved" if row is not None else "same_step", row, created)
 
     def move_task(self, task_id: str, to_workflow_id: str | None, to_step_id: str | None, *, route: str,
                   actor_kind: str = "system", actor_id: str | None = None, session_id: str | None = None,
                   expected_step_id: str | None = None, operation_id: str | None = None,
-                  operation_trigger: str | None = None, decision_id: int | None = None) -> MoveResult:
+                  operation_trigger: str | None = None, decision_id: int | None = None,
+                  expected_entry_id: int | None = None, plan: str | None = None,
+                  entry_owner: str | None = None, arrival_options: str | None = None) -> MoveResult:
         """Change a task's step and write the ledger row in one transaction (see the protocol)."""
         check_route(route)
+        check_arrival_options(arrival_options)
         to_wf, to_step = clean_id(to_workflow_id), clean_id(to_step_id)
         sh = self._shared
         with self._tx("moving a task") as tx:
@@ -279,18 +358,22 @@ class SqlStore:
             if found is None:
                 return MoveResult("unknown_task")
             from_wf, from_step = found[1], found[2]
-            if expected_step_id is not None and from_step != expected_step_id:
+            if ((expected_step_id is not None and from_step != expected_step_id)
+                    or (expected_entry_id is not None and found[7] != expected_entry_id)):
                 return MoveResult("cas_lost", None, _task(found))
-            now = sh.stamp(tx)
+            now = None  # the database's clock (`:now` in the statements)
             row = None
             if (from_wf, from_step) != (to_wf, to_step):
                 tx.task_row = None
-                cur.execute(sh.stmt.u_task_step, {"id": task_id, "workflow_id": to_wf, "step_id": to_step, "now": now})
                 if is_arrival(from_wf, from_step, to_wf, to_step):
                     row = self._write_ledger(tx, task_id, from_wf, from_step, to_wf, to_step, route,
-                                             actor_kind or "system", actor_id, session_id, now)
+                                             actor_kind or "system", actor_id, session_id, now, plan, entry_owner,
+                                             arrival_options)
+                entry_id = row.id if row is not None else found[7]
+                cur.execute(sh.stmt.u_task_step, {"id": task_id, "workflow_id": to_wf, "step_id": to_step, "now": now,
+                                                  "entry_id": entry_id})
                 task = _task_state(found[0], to_wf, to_step, found[3], bool(found[4]), bool(found[5]),
-                                   bool(found[6]))
+                                   bool(found[6]), entry_id)
             else:
                 task = _task(found)
             if operation_id is not None:
@@ -319,13 +402,15 @@ class SqlStore:
 
     def _write_ledger(self, tx: Tx, task_id: str, from_wf: str | None, from_step: str | None, to_wf: str | None,
                       to_step: str | None, route: str, actor_kind: str, actor_id: str | None, session_id: str | None,
-                      now: Any) -> LedgerRow:
+                      now: Any, plan: str | None = None, entry_owner: str | None = None,
+                      arrival_options: str | None = None) -> LedgerRow:
         ledger_id = self._insert_id(tx, self._shared.stmt.i_ledger, {
             "task_id": task_id, "from_workflow_id": from_wf, "from_step_id": from_step, "to_workflow_id": to_wf,
             "to_step_id": to_step, "route": route, "actor_kind": actor_kind, "actor_id": actor_id,
-            "session_id": session_id, "now": now})
+            "session_id": session_id, "now": now, "plan": plan, "entry_owner": entry_owner,
+            "arrival_options": arrival_options})
         return _ledger_row(ledger_id, task_id, from_wf, from_step, to_wf, to_step, route, actor_kind, actor_id,
-                         session_id)
+                           session_id, plan, arrival_options)
 
     def ledger_row(self, ledger_id: int) -> LedgerRow | None:
         q = self._shared.stmt.q_ledger_row
@@ -349,10 +434,33 @@ class SqlStore:
         sql = self._shared.sql(Q_LEDGER if task_id is None else Q_LEDGER_OF)
         return [_ledger(row) for row in self._rows("reading the ledger", sql, {"task_id": task_id})]
 
-    def unrecorded_arrivals(self, limit: int = 1000) -> list[LedgerRow]:
-        """Ledger rows that name a destination and have no entry record, oldest first."""
-        rows = self._rows("reading the ledger", self._shared.sql(Q_UNRECORDED), {"limit": max(limit, 0)})
+    def unrecorded_arrivals(self, limit: int = 1000, *, after_id: int = 0,
+                            owner_id: str | None = None) -> list[LedgerRow]:
+        """Ledger rows after `after_id` with a destination, no entry record and no live owner but `owner_id`,
+        oldest first (through the partial index of unrecorded rows)."""
+        rows = self._rows("reading the ledger", self._shared.sql(Q_UNRECORDED),
+                          {"limit": max(limit, 0), "after": after_id, "owner": owner_id})
         return [_ledger(row) for row in rows]
+
+    def claim_entry(self, entry_id: int, owner_id: str, plan: str | None) -> EntryClaim:
+        """Claim the dispatch of a row's entry for `owner_id` (see the protocol)."""
+        sh = self._shared
+        with self._tx("claiming an entry") as tx:
+            cur = tx.cursor
+            cur.execute(sh.sql(Q_ENTRY_CLAIM + (" FOR UPDATE" if sh.postgres else "")), {"id": entry_id})
+            found = cur.fetchone()
+            if found is None:
+                return EntryClaim("missing")
+            row = _ledger(found)
+            recorded, owner, alive = found[12], found[13], found[14]
+            if recorded:
+                return EntryClaim("recorded", row)
+            if owner is not None and owner != owner_id and alive:
+                return EntryClaim("busy", row, owner)
+            cur.execute(sh.sql(U_ENTRY_CLAIM), {"id": entry_id, "owner": owner_id, "plan": plan})
+            if row.plan is None and plan is not None:
+                row = replace(row, plan=plan)
+        return EntryClaim("claimed" if owner in (None, owner_id) else "taken_over", row)
 
     # ---- step entry -------------------------------------------------------------------------------
     def entry_record(self, entry_id: int) -> EntryRecord | None:
@@ -383,7 +491,7 @@ class SqlStore:
     def record_entry(self, record: EntryRecord) -> bool:
         """Record the entry (see the protocol): False if the row has one already (nothing changed)."""
         params = {"entry_id": record.entry_id, "task_id": record.task_id, "workflow_id": record.workflow_id,
-                  "step_id": record.step_id, "attempted": _attempted_text(record.attempted),
+                  "step_id": record.step_id, "attempted": cached_attempted_text(record.attempted),
                   "failed": failed_text(record.failed) if record.failed else "[]"}
         with self._tx("recording an entry") as tx:
             params["now"] = self._shared.stamp(tx)
@@ -410,8 +518,8 @@ class SqlStore:
         def read(tx: Tx) -> dict[int, Marker]:
             tx.cursor.execute(q, {"id": entry_id})
             return {int(position): Marker(entry_id=entry_id, position=int(position), kind=kind,
-                                          state=cast(MarkerState, state), error=error)
-                    for position, kind, state, error in tx.cursor.fetchall()}
+                                          state=cast(MarkerState, state), error=error, attempt=int(attempt))
+                    for position, kind, state, error, attempt in tx.cursor.fetchall()}
 
         return cast("dict[int, Marker]", self._read("reading markers", read))
 
@@ -422,6 +530,17 @@ class SqlStore:
             params["now"] = self._shared.stamp(tx)
             return self._insert_for_entry(tx, self._shared.stmt.i_marker, params, entry_id)
 
+    def start_marker(self, entry_id: int, position: int, kind: str) -> Marker:
+        """Start a try of a position (see the protocol)."""
+        sh = self._shared
+        params: dict[str, Any] = {"entry_id": entry_id, "position": position, "kind": kind, "now": None}
+        with self._tx("starting a marker") as tx:
+            if not self._insert_for_entry(tx, sh.stmt.i_marker, params, entry_id):
+                tx.cursor.execute(sh.sql(U_MARKER_RETRY), params)
+            tx.cursor.execute(sh.sql(Q_MARKER), params)
+            kind_, state, error, attempt = tx.cursor.fetchone()
+        return Marker(entry_id, position, kind_, cast(MarkerState, state), error, int(attempt))
+
     def finish_marker(self, entry_id: int, position: int, state: MarkerState, error: str | None = None) -> None:
         """Set a marker's state (and error); a position with no marker is left alone."""
         state = check_state(state)
@@ -430,6 +549,9 @@ class SqlStore:
         with self._tx("finishing a marker") as tx:
             params["now"] = self._shared.stamp(tx)
             tx.cursor.execute(self._shared.stmt.u_marker, params)
+
+    def rerun_marker(self, entry_id: int, position: int, kind: str) -> Marker | None:
+        return self._due.rerun_marker(entry_id, position, kind)
 
     # ---- operations -------------------------------------------------------------------------------
     def operation_applied(self, operation_id: str) -> bool:
@@ -443,13 +565,12 @@ class SqlStore:
 
         return bool(self._read("reading an operation marker", read))
 
-    def claim_operation(self, operation_id: str, *, token: str, lease: float, task_id: str | None = None,
+    def claim_operation(self, operation_id: str, *, token: str, owner_id: str, task_id: str | None = None,
                         trigger: str | None = None) -> Claim:
         """Claim the operation for `token` (see the protocol), in a transaction of its own."""
         sh = self._shared
-        now = time.time()
         params = {"key": operation_key(operation_id), "id": operation_id, "task_id": task_id, "trigger": trigger,
-                  "token": token, "until": now + lease, "now": now}
+                  "token": token, "owner": owner_id}
         with self._tx("claiming an operation") as tx:
             cur = tx.cursor
             cur.execute(sh.sql(I_CLAIM), params)
@@ -469,9 +590,16 @@ class SqlStore:
             return bool(tx.cursor.rowcount == 1)
 
     def claimed_operations(self, limit: int = 1000) -> list[tuple[str, str]]:
-        """Operations claimed and not applied: (operation id, claim token), oldest lease first."""
+        """Every operation claimed and not applied: (operation id, claim token)."""
         return [(str(op), str(token)) for op, token in
-                self._rows("reading operation claims", self._shared.sql(Q_CLAIMS), {"limit": max(limit, 0)})]
+                self._rows("reading operation claims", self._shared.sql(Q_ALL_CLAIMS), {"limit": max(limit, 0)})]
+
+    def abandoned_claims(self, limit: int = 1000, *, owner_id: str | None = None) -> list[tuple[str, str]]:
+        """Operations claimed and not applied whose owner is dead (or is `owner_id`): (operation id, claim token),
+        through the partial index of claimed operations."""
+        return [(str(op), str(token)) for op, token in
+                self._rows("reading operation claims", self._shared.sql(Q_CLAIMS),
+                           {"limit": max(limit, 0), "owner": owner_id})]
 
     def mark_operation(self, operation_id: str, *, task_id: str | None = None, trigger: str | None = None) -> bool:
         """Mark applied; False if it already was."""
@@ -570,7 +698,8 @@ class SqlStore:
                     with Savepoint(sh, tx, "recording a decision"):
                         tx.cursor.execute(sh.sql(SUPERSEDE), {**key, "now": now})
                         new_id = self._insert_id(tx, sh.stmt.i_decision, {
-                            **key, "verdict": decision.verdict, "session_id": decision.session_id, "now": now})
+                            **key, "verdict": decision.verdict, "session_id": decision.session_id, "now": now,
+                            "entry_id": decision.entry_id})
                     return replace(decision, id=new_id)
                 except StoreError as exc:
                     # A concurrent decision of the same decider won the active-row index: supersede it.
@@ -583,15 +712,17 @@ class SqlStore:
         rows = self._rows("reading decisions", self._shared.sql(Q_DECISIONS), {"task_id": task_id,
                                                                                  "step_id": step_id})
         return [Decision(task_id=task, step_id=step, decider_type=kind, decider_id=decider, role=role,
-                         verdict=verdict, id=int(id_), session_id=session)
-                for id_, task, step, kind, decider, role, verdict, session in rows]
+                         verdict=verdict, id=int(id_), session_id=session,
+                         entry_id=None if entry is None else int(entry))
+                for id_, task, step, kind, decider, role, verdict, session, entry in rows]
 
     def unevaluated_decisions(self, limit: int = 1000) -> list[Decision]:
         """Active decisions whose re-evaluation is not marked applied, oldest first."""
         rows = self._rows("reading decisions", self._shared.sql(Q_UNEVALUATED), {"limit": max(limit, 0)})
         return [Decision(task_id=task, step_id=step, decider_type=kind, decider_id=decider, role=role,
-                         verdict=verdict, id=int(id_), session_id=session)
-                for id_, task, step, kind, decider, role, verdict, session in rows]
+                         verdict=verdict, id=int(id_), session_id=session,
+                         entry_id=None if entry is None else int(entry))
+                for id_, task, step, kind, decider, role, verdict, session, entry in rows]
 
     def clear_decisions(self, task_id: str, step_id: str) -> int:
         """Supersede every active decision of the task at the step; return how many there were."""
@@ -600,32 +731,61 @@ class SqlStore:
                                                                   "now": self._shared.now()})
             return int(tx.cursor.rowcount)
 
+    # ---- due rows and incidents (stores/sql_due.py, stores/sql_incidents.py) --------------------------
+    def arm_timers(self, task_id: str, entry_id: int, workflow_id: str, step_id: str, plan: str | None,
+                   timers: Sequence[TimerArm]) -> None:
+        self._due.arm_timers(task_id, entry_id, workflow_id, step_id, plan, timers)
 
-_ATTEMPTED: dict[tuple[str, ...], str] = {}
-"""`attempted` texts by kinds: a step's entry attempts the same kinds every time (bounded: memory stays flat)."""
+    def schedule_retry(self, row: DueRow) -> bool:
+        return self._due.schedule_retry(row)
 
+    def disarm(self, task_id: str, keep_entry: int | None) -> list[DueRow]:
+        return self._due.disarm(task_id, keep_entry)
 
-def _attempted_text(kinds: tuple[str, ...]) -> str:
-    try:
-        text = _ATTEMPTED.get(kinds)
-    except TypeError:  # not hashable (a list): nothing to cache
-        return attempted_text(kinds)
-    if text is None:
-        text = attempted_text(kinds)
-        if len(_ATTEMPTED) < 1024:
-            _ATTEMPTED[kinds] = text
-    return text
+    def due(self, limit: int = 1000) -> list[DueRow]:
+        return self._due.due(limit)
+
+    def next_due(self) -> float | None:
+        return self._due.next_due()
+
+    def due_rows(self, task_id: str) -> list[DueRow]:
+        return self._due.due_rows(task_id)
+
+    def advance_due(self, row_id: int, slot: int, next_slot: int, due_at: float) -> bool:
+        return self._due.advance_due(row_id, slot, next_slot, due_at)
+
+    def drop_due(self, row_id: int, slot: int) -> bool:
+        return self._due.drop_due(row_id, slot)
+
+    def open_incident(self, incident: Incident) -> Incident:
+        return self._incidents.open_incident(incident)
+
+    def incident(self, incident_id: int) -> Incident | None:
+        return self._incidents.incident(incident_id)
+
+    def incidents(self, task_id: str | None = None, *, state: IncidentState | None = "open",
+                  limit: int = 1000) -> list[Incident]:
+        return self._incidents.incidents(task_id, state=state, limit=limit)
+
+    def claim_incident(self, incident_id: int, owner_id: str) -> Incident | None:
+        return self._incidents.claim_incident(incident_id, owner_id)
+
+    def settle_incident(self, incident_id: int, *, owner_id: str | None, state: IncidentState,
+                        resolution: str | None = None, note: str | None = None, error: str | None = None,
+                        attempts: int | None = None,
+                        failures: tuple[tuple[int, str, str], ...] | None = None) -> bool:
+        return self._incidents.settle_incident(incident_id, owner_id=owner_id, state=state, resolution=resolution,
+                                               note=note, error=error, attempts=attempts, failures=failures)
 
 
 def _task(row: tuple[Any, ...]) -> TaskState:
-    return TaskState(id=row[0], workflow_id=row[1], step_id=row[2], description=row[3],
-                     is_from_office=bool(row[4]), is_ephemeral=bool(row[5]), archived=bool(row[6]))
+    return _task_state(row[0], row[1], row[2], row[3], bool(row[4]), bool(row[5]), bool(row[6]),
+                       None if row[7] is None else int(row[7]))
 
 
 def _ledger(row: tuple[Any, ...]) -> LedgerRow:
-    return LedgerRow(id=int(row[0]), task_id=row[1], from_workflow_id=row[2], from_step_id=row[3],
-                     to_workflow_id=row[4], to_step_id=row[5], route=row[6], actor_kind=row[7], actor_id=row[8],
-                     session_id=row[9])
+    return _ledger_row(int(row[0]), row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9], row[10],
+                       row[11])
 
 
 def _participant(row: tuple[Any, ...]) -> Participant:

@@ -24,6 +24,24 @@ from interlock.stores import upgrade
 from interlock.stores.engine import normalise_url
 
 
+@pytest.fixture
+def parser_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grammar's parsers made to fail if used (after a warm-up that loads the prelude): a test that an input is
+    refused by the prescan, in one linear pass over the text, before any parse (its cost is a benchmark's:
+    benchmarks/scale.py)."""
+    from interlock.compiler import compile_source
+    from interlock.dsl import SourceFile
+    from interlock.dsl import parser as parsing
+
+    compile_source(SourceFile("warm-up.wf", "role warm_up\n"))
+
+    def forbidden() -> None:
+        raise AssertionError("the input was parsed: the prescan should have refused it")
+
+    monkeypatch.setattr(parsing, "_parser", forbidden)
+    monkeypatch.setattr(parsing, "_concrete_parser", forbidden)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite the expected files of the golden tests instead of comparing against them")

@@ -63,3 +63,10 @@ def test_long_run_py_refuses_a_folder_that_is_not_a_checkout(tmp_path: Path) -> 
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "long_run.py"), str(tmp_path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "not an interlock checkout" in proc.stderr
+
+
+def test_scale_py_states_its_target() -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "--check" in proc.stdout and "3.0" in proc.stdout

@@ -42,6 +42,8 @@ FORBIDDEN = {
 RUNTIME_MUST_NOT_LOAD = ("lark", "interlock.dsl", "interlock.compiler")
 CHECK_MUST_NOT_LOAD = ("sqlalchemy", "alembic", "interlock.commands", "interlock.runtime.api", "loguru", "pygls",
                        "lsprotocol", "interlock.lsp",
+                       # the record sinks and the OpenTelemetry adapter (ADR 0048), the asyncio runtime (ADR 0049)
+                       "opentelemetry", "interlock.runtime.sinks", "interlock.runtime.otel", "interlock.runtime.aio",
                        # the tools' modules: the CLI imports the module of the tool it runs, no other
                        *(f"interlock.tools.{m}" for m in ("diff", "exports", "fmt", "graph", "imports", "lsp", "schema")))
 

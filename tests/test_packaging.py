@@ -79,8 +79,13 @@ def _checkout_files() -> list[str]:
                   and not p.name.endswith(".egg-info"))
 
 
+SHIPPED_DOCS = ("diagnostics.md", "kandev.md")  # copied into interlock/docs/ by setup.py's build step (ADR 0039)
+
+
 def _expected_in_wheel(rel: str) -> str | None:
     """Where a checkout file should land in the wheel, or None if it is not package content."""
+    if rel in {f"docs/{name}" for name in SHIPPED_DOCS}:
+        return f"interlock/{rel}"
     parts = PurePosixPath(rel).parts
     if len(parts) < 2 or parts[0] not in ROOTS:
         return None
@@ -242,6 +247,39 @@ def test_installed_modules_come_from_site_packages(clean_venv: Path, outside: Pa
     for file in found["files"]:
         assert site in Path(file).resolve().parents, f"{file} is not inside the clean venv"
     assert not any(found["top"].values()), f"bare top-level modules importable: {found['top']}"
+
+
+@pytest.mark.parametrize("name", SHIPPED_DOCS)
+def test_wheel_ships_the_documentation_pages_as_they_are(wheel: Path, name: str) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        assert zf.read(f"interlock/docs/{name}") == (REPO / "docs" / name).read_bytes()
+
+
+def test_installed_explain_prints_a_page_outside_the_checkout(clean_venv: Path, outside: Path) -> None:
+    """`interlock explain` reads the pages the wheel carries (issue 22: codes were unexplained outside the
+    checkout)."""
+    proc = _run([str(clean_venv / "bin" / "interlock"), "explain", "IL102"], cwd=outside)
+    assert proc.returncode == 0, _describe(proc)
+    docs = (REPO / "docs" / "diagnostics.md").read_text(encoding="utf-8")
+    start = docs.index("## IL102 unknown-parameter")
+    assert proc.stdout == docs[start:docs.index("\n## IL103", start)].strip() + "\n"
+    proc = _run([str(clean_venv / "bin" / "interlock"), "explain", "KV023"], cwd=outside)
+    assert proc.returncode == 0 and "guard-not-expressible" in proc.stdout, _describe(proc)
+    proc = _run([str(clean_venv / "bin" / "interlock"), "explain", "IL1O2"], cwd=outside)
+    assert proc.returncode == 2 and "did you mean `IL102`" in proc.stderr, _describe(proc)
+
+
+def test_installed_links_point_at_the_installed_page(clean_venv: Path, outside: Path) -> None:
+    """SARIF's `helpUri` (and the language server's `codeDescription`, the same address) is a page that exists
+    in the install."""
+    proc = _run([str(clean_venv / "bin" / "interlock"), "check", "--format", "sarif", "bad.wf"], cwd=outside)
+    assert proc.returncode == 1, _describe(proc)
+    rules = json.loads(proc.stdout)["runs"][0]["tool"]["driver"]["rules"]
+    uri = next(r["helpUri"] for r in rules if r["id"] == "IL101")
+    assert uri.startswith("file://") and uri.endswith("#il101-unknown-action-kind"), uri
+    page = Path(uri.removeprefix("file://").split("#")[0])
+    site = (clean_venv / "lib").resolve()
+    assert page.is_file() and site in page.resolve().parents, uri
 
 
 # -- the clone's root with a regular (non-editable) install -------------------------------------

@@ -1,19 +1,19 @@
 """Checked declarations in, warnings out: things that are legal but can never do what they say.
 
 Transitions that can never fire, moves past either end, self-transitions, steps no path
-reaches, dispatch guards shadowed by an earlier always-matching guard, the unbounded
+reaches, dispatch and transition guards shadowed by an earlier always-matching (or identical)
+guard, the unbounded
 restart loop of `auto_start_agent` under `on_agent_error`, and `requires_approval` moves
 to a step nobody may move a task into by hand.
 """
 
 from __future__ import annotations
 
-from collections import deque
-
 from interlock.dsl import Diagnostic, ir
 from interlock.dsl.diagnostics import label, make
 
-from ..context import Context
+from ..context import Context, block_trigger
+from ..flow import Flow
 from ..steps import StepOrder, transition_target
 
 __all__ = ["analyse"]
@@ -28,18 +28,18 @@ def analyse(ctx: Context) -> list[Diagnostic]:
         if not wf.steps:
             continue
         order = StepOrder(wf)
-        edges: dict[str, set[str]] = {s.name.name: set() for s in wf.steps}
         by_id: dict[str, ir.StepDecl] = {}
         for decl in wf.steps:
             by_id.setdefault(decl.name.name, decl)
         by_hand = {sid for sid, decl in by_id.items() if decl.has("manual_move")}
         for step in wf.steps:
-            for handler in step.handlers:
+            for block in (*step.handlers, *step.timers):  # a timer's transitions are checked like a handler's
                 unguarded: ir.ActionCall | None = None
-                for action in handler.actions:
+                guards = _TransitionGuards()
+                for action in block.actions:
                     kind = sym.kinds.get(action.name.name)
                     if kind is None or kind.action_class != "transition":
-                        if action.name.name == "auto_start_agent" and handler.trigger.name == "on_agent_error":
+                        if action.name.name == "auto_start_agent" and block_trigger(block) == "on_agent_error":
                             out.append(make("restart-loop", action.name.span,
                                             "`auto_start_agent` under `on_agent_error` restarts the agent that just "
                                             "failed; every new failure dispatches again, with no bound",
@@ -51,8 +51,10 @@ def analyse(ctx: Context) -> list[Diagnostic]:
                                         f"this transition never fires: the unguarded `{unguarded.name.name}` on line "
                                         f"{unguarded.span.line} always fires first",
                                         labels=(label(unguarded.span, "unguarded transition"),),
-                                        help="guard the earlier transition with `when quorum(…)` or "
+                                        help="guard the earlier transition with `when …` or "
                                              "`requires_approval`, or remove this one"))
+                    else:
+                        guards.check(action, out)
                     target = transition_target(order, step, action)
                     if action.name.name in ("move_to_next", "move_to_previous") and target is None:
                         which = "last" if action.name.name == "move_to_next" else "first"
@@ -61,29 +63,19 @@ def analyse(ctx: Context) -> list[Diagnostic]:
                     if target is not None and target == step.name.name:
                         out.append(make("self-transition", action.span,
                                         f"`{step.name.name}` moves to itself: the task stays, nothing enters"))
-                    if target is not None and target in edges:
-                        edges[step.name.name].add(target)
-                        if action.requires_approval is not None and target not in by_hand:
-                            out.append(make("approval-dead-end", action.requires_approval,
-                                            f"`requires_approval` waits for a person to move the task to `{target}`, "
-                                            f"but `{target}` has no `manual_move`, so nobody can",
-                                            labels=(label(by_id[target].name.span, "no `manual_move` here"),),
-                                            help=f"add `manual_move` to step `{target}`, or drop `requires_approval`"))
+                    if target in by_id and action.requires_approval is not None and target not in by_hand:
+                        out.append(make("approval-dead-end", action.requires_approval,
+                                        f"`requires_approval` waits for a person to move the task to `{target}`, "
+                                        f"but `{target}` has no `manual_move`, so nobody can",
+                                        labels=(label(by_id[target].name.span, "no `manual_move` here"),),
+                                        help=f"add `manual_move` to step `{target}`, or drop `requires_approval`"))
                     if action.guard is None and action.requires_approval is None and unguarded is None:
                         unguarded = action
-            for s in step.settings:
-                if s.name == "pull_from" and isinstance(s.value, ir.Ident) and s.value.name in edges:
-                    edges[s.value.name].add(step.name.name)
         start = next((s for s in order.steps if s.has("start")), None)
         if start is None:
             continue
-        reached = {start.name.name}
-        queue = deque([start.name.name])
-        while queue:
-            for nxt in edges[queue.popleft()]:
-                if nxt not in reached:
-                    reached.add(nxt)
-                    queue.append(nxt)
+        # reachable = through any transition, a `pull_from`, or by hand into a `manual_move` step (and on from there)
+        reached = Flow(wf, sym).reachable([start.name.name])
         for step in wf.steps:
             manual = step.has("manual_move")
             if step.name.name not in reached and not manual:
@@ -132,7 +124,42 @@ def _strip(node: ir.Node) -> object:
             return ("not", _strip(node.operand))
         case ir.BinaryExpr():
             return (node.op, _strip(node.left), _strip(node.right))
+        case ir.QuorumGuard():
+            count = node.threshold.count
+            return ("quorum", node.role.name, node.threshold.name.name, None if count is None else count.value)
     return type(node).__name__
+
+
+class _TransitionGuards:
+    """The guarded transitions of one handler so far, to find a guard that can never match: an earlier eligible
+    transition's guard always holds, or has the same condition (first eligible transition wins)."""
+
+    def __init__(self) -> None:
+        self.always: ir.ActionCall | None = None
+        self.seen: dict[object, ir.ActionCall] = {}
+
+    def check(self, action: ir.ActionCall, out: list[Diagnostic]) -> None:
+        name = action.name.name
+        if self.always is not None:
+            assert self.always.guard is not None
+            out.append(make("shadowed-guard", action.name.span,
+                            f"this `{name}` never fires: the guard of `{self.always.name.name}` on line "
+                            f"{self.always.span.line} always holds, and the first eligible transition wins",
+                            labels=(label(self.always.guard.span, "always true"),)))
+            return
+        if action.guard is None:
+            return
+        key = _strip(action.guard)
+        first = self.seen.get(key)
+        if first is not None:
+            assert first.guard is not None
+            out.append(make("shadowed-guard", action.guard.span,
+                            f"this guard never decides: `{first.name.name}` on line {first.span.line} has the same guard "
+                            "and fires first", labels=(label(first.guard.span, "same guard"),)))
+        elif action.requires_approval is None:  # a `requires_approval` move never fires: it hides nothing
+            self.seen[key] = action
+            if _always(action.guard):
+                self.always = action
 
 
 def _shadowed(block: ir.DispatchDecl, out: list[Diagnostic]) -> None:

@@ -49,8 +49,8 @@ def literals(ctx: Context) -> list[Diagnostic]:
                         _maps(p.default, out)
             elif isinstance(decl, ir.WorkflowDecl):
                 for step in decl.steps:
-                    for handler in step.handlers:
-                        for action in handler.actions:
+                    for block in (*step.handlers, *step.timers):
+                        for action in block.actions:
                             for arg in action.args:
                                 _maps(arg.value, out)
     return out

@@ -6,7 +6,8 @@ from __future__ import annotations
 from interlock.dsl import Diagnostic, Span, ir
 from interlock.dsl.diagnostics import make
 
-from ..context import Context
+from ..context import Block, Context
+from ..guards import quorums
 from ..symbols import STAGES, THRESHOLDS, suggest
 from ..types import unknown_type
 
@@ -75,16 +76,9 @@ def resolve(ctx: Context) -> list[Diagnostic]:
                                         f"`{decl.name.name}`", help=suggest(value.name, step_ids)))
                 for handler in step.handlers:
                     trigger(handler.trigger)
-                    consumed = misplaced_guards(handler, ctx, out)
-                    for index, action in enumerate(handler.actions):
-                        if index in consumed:
-                            continue
-                        if action.name.name not in sym.kinds:
-                            out.append(make("unknown-action-kind", action.name.span,
-                                            f"unknown action kind `{action.name.name}`",
-                                            help=suggest(action.name.name, sym.kinds)))
-                        if action.guard is not None:
-                            _guard(action.guard, ctx, out)
+                    _actions(handler, ctx, out)
+                for timer in step.timers:
+                    _actions(timer, ctx, out)
         elif isinstance(decl, ir.DispatchDecl):
             trigger(decl.trigger)
             for item in decl.items:
@@ -98,6 +92,22 @@ def resolve(ctx: Context) -> list[Diagnostic]:
     return out
 
 
+def _actions(block: Block, ctx: Context, out: list[Diagnostic]) -> None:
+    """Each action of a handler or timer names a declared kind, and its guard's quorums declared roles and
+    thresholds."""
+    sym = ctx.symbols
+    consumed = misplaced_guards(block, ctx, out)
+    for index, action in enumerate(block.actions):
+        if index in consumed:
+            continue
+        if action.name.name not in sym.kinds:
+            out.append(make("unknown-action-kind", action.name.span, f"unknown action kind `{action.name.name}`",
+                            help=suggest(action.name.name, sym.kinds)))
+        if action.guard is not None:
+            for quorum in quorums(action.guard):
+                _guard(quorum, ctx, out)
+
+
 def _text(node: ir.Node | Span, ctx: Context) -> str:
     """The source text of a one-line node, as written."""
     span = node if isinstance(node, Span) else node.span
@@ -108,11 +118,11 @@ def _text(node: ir.Node | Span, ctx: Context) -> str:
     return text + ")" * (text.count("(") - text.count(")"))  # spans end at the last argument, not at `)`
 
 
-def misplaced_guards(handler: ir.Handler, ctx: Context, out: list[Diagnostic]) -> set[int]:
+def misplaced_guards(handler: Block, ctx: Context, out: list[Diagnostic]) -> set[int]:
     """Guards written in the wrong place, which the parser reads as actions named `when`, `and`
     or `or` followed by an action `quorum(…)`: `when quorum(…)` before its transition, after
-    `requires_approval`, or twice, and two quorums joined with `and`/`or`.  Reports each as
-    one `misplaced-guard` and returns the positions of the actions it explains."""
+    `requires_approval`, or twice, and `and`/`or quorum(…)` after `requires_approval`.  Reports
+    each as one `misplaced-guard` and returns the positions of the actions it explains."""
     actions = handler.actions
     consumed: set[int] = set()
     for i, word in enumerate(actions):
@@ -125,19 +135,23 @@ def misplaced_guards(handler: ir.Handler, ctx: Context, out: list[Diagnostic]) -
         span = word.span.merge(quorum.span)
         before = actions[i - 1] if i > 0 and i - 1 not in consumed else None
         after = actions[i + 2] if i + 2 < len(actions) else None
-        if word.name.name != "when":
-            if before is None or before.guard is None:
+        approval = None if before is None or before.requires_approval is None else before.requires_approval
+        if word.name.name != "when":  # `X when G requires_approval and quorum(…)`: the guard was cut short
+            if before is None or before.guard is None or approval is None:
                 continue
             first = _text(before.guard, ctx)
-            out.append(make("misplaced-guard", span, f"`{word.name.name}` cannot join two quorum guards: a transition "
-                            "takes one `when quorum(…)`",
-                            help=f"move to a step of its own `when {first}`, and from that step on `when {guard}`"))
+            move = _text(before.name.span if not before.args else before.name.span.merge(before.args[-1].span), ctx)
+            out.append(make("misplaced-guard", span, f"`{word.name.name} {guard}` is written after "
+                            "`requires_approval`; the whole guard comes first",
+                            help=f"write `{move} when {first} {word.name.name} {guard} requires_approval`"))
         elif before is not None and before.guard is not None:
+            first = _text(before.guard, ctx)
             out.append(make("misplaced-guard", span, f"`{_text(before.name, ctx)}` already has a guard: a transition "
-                            "takes one `when quorum(…)`",
-                            help="keep one guard, or move to a step of its own and guard the next move there"))
-        elif before is not None and before.requires_approval is not None:
-            move = _text(before.span.merge(before.requires_approval), ctx)
+                            "takes one `when …`",
+                            help=f"join the conditions into one guard: `when {first} and {guard}` (both must "
+                                 "hold) or `or` (either)"))
+        elif before is not None and approval is not None:
+            move = _text(before.span.merge(approval), ctx)
             fixed = move.replace(" requires_approval", "").rstrip()
             out.append(make("misplaced-guard", span, "`requires_approval` is written before `when quorum(…)`; the "
                             "guard comes first", help=f"write `{fixed} when {guard} requires_approval`"))

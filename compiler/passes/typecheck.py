@@ -1,8 +1,8 @@
 """Arguments, defaults and dispatch expressions in, type diagnostics out.
 
 Checks each action call against its kind's parameters (unknown, duplicate, missing,
-mistyped arguments), each parameter default against its type, and every expression,
-operation placeholder and payload assignment of a `dispatch` block.
+mistyped arguments), each transition's guard, each parameter default against its type, and
+every expression, operation placeholder and payload assignment of a `dispatch` block.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from interlock.dsl import Diagnostic, ir
 from interlock.dsl.diagnostics import make
 
 from ..binding import bind_args
-from ..context import Context
+from ..context import Context, block_trigger
 from ..exprs import PLACEHOLDER, ExprScope, type_of
+from ..guards import check_guard
 from ..symbols import suggest
 from ..types import Scope, check_value, unknown_type
 
@@ -31,12 +32,14 @@ def typecheck(ctx: Context) -> list[Diagnostic]:
                                         f"default of `{p.name.name}` does not fit `{p.type.render()}`: {m.message}",
                                         help=m.help))
     scopes: dict[int, Scope] = {}  # by workflow
-    for wf, _step, handler in ctx.handlers():
+    for wf, _step, block in ctx.blocks():
         scope = scopes.get(id(wf)) or scopes.setdefault(id(wf), Scope(sym, frozenset(s.name.name for s in wf.steps)))
-        for action in handler.actions:
+        for action in block.actions:
             kind = sym.kinds.get(action.name.name)
             if kind is None:
                 continue
+            if action.guard is not None and kind.action_class == "transition":  # elsewhere: validate refuses it
+                check_guard(action.guard, block_trigger(block), sym, out)
             bound, problems = bind_args(action, kind, sym.signatures)
             out.extend(problems)
             params = sym.signatures[id(kind)].params  # cached by `bind_args`

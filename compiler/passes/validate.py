@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from interlock.dsl import Diagnostic, Span, ir
 from interlock.dsl.diagnostics import label, make
+from interlock.runtime.vocabulary import GENERIC_TRIGGERS
 
 from ..context import Context
 from ..steps import StepOrder, step_position, transition_target
@@ -149,7 +150,6 @@ def _attributes(step: ir.StepDecl, out: list[Diagnostic]) -> None:
 
 def _handlers(wf: ir.WorkflowDecl, step: ir.StepDecl, ctx: Context, out: list[Diagnostic]) -> None:
     sym = ctx.symbols
-    entry = sym.entry_trigger
     seen: dict[str, ir.Handler] = {}
     for handler in step.handlers:
         trig = handler.trigger.name
@@ -163,29 +163,52 @@ def _handlers(wf: ir.WorkflowDecl, step: ir.StepDecl, ctx: Context, out: list[Di
         if trig not in sym.triggers:
             continue
         for action in handler.actions:
-            kind = sym.kinds.get(action.name.name)
-            if kind is None:
-                continue
-            if kind.action_class == "transition" and trig == entry:
-                out.append(make("transition-on-entry", action.name.span,
-                                f"transition `{kind.name.name}` cannot run on the entry trigger `{trig}`",
-                                help="an arrival cannot move the task again; move it from `on_turn_complete` "
-                                     "or another trigger"))
-            elif not sym.kind_allows(kind, trig):
-                allowed = listing(sym.kind_triggers(kind)) or "no trigger"
-                out.append(make("kind-not-allowed-on-trigger", action.name.span,
-                                f"`{kind.name.name}` may not be declared on `{trig}`",
-                                labels=(label(kind.name.span, "kind declared here"),),
-                                notes=(f"`{kind.name.name}` may be declared on {allowed}",),
-                                help=_own_transition_help(wf, step, action, kind, sym.triggers[trig], ctx)))
-            if kind.action_class != "transition":
-                if action.guard is not None:
-                    out.append(make("guard-on-non-transition", action.guard.span,
-                                    f"`when quorum(…)` on `{kind.name.name}`, which is not a transition",
-                                    help="only transitions (move_to_next, move_to_previous, move_to_step) take guards"))
-                if action.requires_approval is not None:
-                    out.append(make("guard-on-non-transition", action.requires_approval,
-                                    f"`requires_approval` on `{kind.name.name}`, which is not a transition"))
+            _action(wf, step, action, trig, ctx, out)
+    for timer in step.timers:
+        for action in timer.actions:
+            _action(wf, step, action, None, ctx, out)
+
+
+def _action(wf: ir.WorkflowDecl, step: ir.StepDecl, action: ir.ActionCall, trig: str | None, ctx: Context,
+            out: list[Diagnostic]) -> None:
+    """An action's kind may be declared on its handler's trigger (`trig` None: a timer, whose actions are those
+    of generic triggers), and only a transition takes a guard or `requires_approval`."""
+    sym = ctx.symbols
+    kind = sym.kinds.get(action.name.name)
+    if kind is None:
+        return
+    if trig is None:
+        if not any(sym.kind_allows(kind, t) for t in GENERIC_TRIGGERS):
+            allowed = listing(sym.kind_triggers(kind)) or "no trigger"
+            out.append(make("kind-not-allowed-on-trigger", action.name.span,
+                            f"`{kind.name.name}` may not be used in a timer: a timer's actions are those allowed on "
+                            "a generic trigger",
+                            labels=(label(kind.name.span, "kind declared here"),),
+                            notes=(f"`{kind.name.name}` may be declared on {allowed}; the generic triggers are "
+                                   + listing(GENERIC_TRIGGERS),),
+                            help=("run it from a handler of a trigger it allows, or declare it on a generic "
+                                  "trigger too") if ctx.is_user(kind) else "run it from a handler of a trigger it "
+                                                                           "allows"))
+    elif kind.action_class == "transition" and trig == sym.entry_trigger:
+        out.append(make("transition-on-entry", action.name.span,
+                        f"transition `{kind.name.name}` cannot run on the entry trigger `{trig}`",
+                        help="an arrival cannot move the task again; move it from `on_turn_complete` "
+                             "or another trigger"))
+    elif not sym.kind_allows(kind, trig):
+        allowed = listing(sym.kind_triggers(kind)) or "no trigger"
+        out.append(make("kind-not-allowed-on-trigger", action.name.span,
+                        f"`{kind.name.name}` may not be declared on `{trig}`",
+                        labels=(label(kind.name.span, "kind declared here"),),
+                        notes=(f"`{kind.name.name}` may be declared on {allowed}",),
+                        help=_own_transition_help(wf, step, action, kind, sym.triggers[trig], ctx)))
+    if kind.action_class != "transition":
+        if action.guard is not None:
+            out.append(make("guard-on-non-transition", action.guard.span,
+                            f"`when …` on `{kind.name.name}`, which is not a transition",
+                            help="only transitions (move_to_next, move_to_previous, move_to_step) take guards"))
+        if action.requires_approval is not None:
+            out.append(make("guard-on-non-transition", action.requires_approval,
+                            f"`requires_approval` on `{kind.name.name}`, which is not a transition"))
 
 
 def _own_transition_help(wf: ir.WorkflowDecl, step: ir.StepDecl, action: ir.ActionCall, kind: ir.ActionKindDecl,

@@ -1,19 +1,26 @@
-"""A checked `.wf` out to the seed system's YAML (`interlock export`): what its loaders accept, refusals reported.
+"""A checked `.wf` out to kandev's workflow YAML (`interlock export`): what its loaders accept, refusals and drops
+reported.
 
 The export reads the compiled plan (resolved targets, positions) and the source (what was written: an explicit
-`false`, an argument given at its default), so that an imported template exports back to the same data.  The
-template format takes the template loader's per-trigger allow-lists: anything that loader would reject is an
-`export-refused` error.  The portable format cannot carry the seven generic triggers, stages, ids, `hidden`,
-`wip_limit`, `pull_from` and the signal/cancel flags: each is an `export-dropped` warning.
+`false`, an argument given at its default, a folded text), so that an imported template exports back to the same
+data.  The template format takes the template loader's per-trigger allow-lists: anything that loader would reject
+is an `export-refused` error.  What a format cannot carry — the portable format's seven generic triggers, stages,
+ids, `hidden`, `wip_limit`, `pull_from`, the signal/cancel flags, session targets and agent tags; in both, a
+`continue_on_failure` on anything but `run_script` and entry options kandev has no key for — is an
+`export-dropped` warning (an error under `--strict`).  A step without `manual_move` is written with
+`allow_manual_move: false`, so that importing the export gives the same plan (docs/kandev.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from interlock.compiler.guard_text import guard_text
 from interlock.dsl import ir
 from interlock.dsl.diagnostics import Diagnostic
+from interlock.dsl.source import Span
 from interlock.runtime import plan as P
 
 from . import formats as F
@@ -55,7 +62,11 @@ def dump_yaml(data: Any) -> str:
     from ruamel.yaml import YAML
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
 
+    from interlock.dsl import blockstr
+
     def prepare(value: Any) -> Any:
+        if isinstance(value, Folded) and blockstr.can_fold(value):
+            return _folded_scalar(value)
         if isinstance(value, dict):
             return {k: prepare(v) for k, v in value.items()}
         if isinstance(value, list):
@@ -83,20 +94,21 @@ class _Workflow:
         self.portable = fmt == "portable"
         self.position = {s.id: s.position for s in wf.steps}
 
-    def report(self, code: str, node: ir.Node, message: str, help: str | None = None) -> None:
-        self.diagnostics.append(kv(code, node.span, message, help=help))
+    def report(self, code: str, node: ir.Node | Span, message: str, help: str | None = None) -> None:
+        self.diagnostics.append(kv(code, node if isinstance(node, Span) else node.span, message, help=help))
 
     def data(self) -> dict[str, Any]:
         d, wf = self.decl, self.wf
         out: dict[str, Any] = {}
         if self.portable:
             self.report("export-dropped", d.name, f"the portable format has no workflow ids: `{wf.id}` is dropped "
-                        "(the seed gives every imported workflow and step a fresh id)")
+                        "(kandev gives every imported workflow and step a fresh id)")
         else:
             out["id"] = wf.id
         out["name"] = wf.title
+        written = {x.name: x for x in d.settings}
         if wf.description is not None:
-            out["description"] = wf.description
+            out["description"] = folded(wf.description, written.get("description"))
         if wf.hidden:
             if self.portable:
                 self.report("export-dropped", d.name, "the portable format cannot carry `hidden`: dropped")
@@ -106,9 +118,9 @@ class _Workflow:
             if s.name == "prompt" or (s.name == "agent_profile"):
                 if not self.portable:
                     self.report("export-dropped", s, f"the template format has no workflow `{s.name}`: dropped",
-                                help="use --format portable to keep it")
-                elif s.name == "prompt":
-                    out["prompt"] = wf.prompt
+                                help="use --yaml-format portable to keep it")
+                elif s.name == "prompt" and wf.prompt is not None:
+                    out["prompt"] = folded(wf.prompt, s)
                 else:
                     profile = self.profile(s.value, wf.agent_profile, s)
                     if profile is not None:
@@ -126,9 +138,9 @@ class _Workflow:
         for s in wf.steps:
             if s.terminal != (s.id == derived):
                 what = "is `terminal`" if s.terminal else "is not `terminal`"
-                self.report("export-dropped", decls[s.id].name, f"step `{s.id}` {what}, but the seed derives the "
+                self.report("export-dropped", decls[s.id].name, f"step `{s.id}` {what}, but kandev derives the "
                             "terminal step from names (the last one named Done, Complete, Completed or Approved)",
-                            help="rename the step, or accept the seed's terminal step")
+                            help="rename the step, or accept kandev's terminal step")
 
     def profile(self, value: ir.Node, profile: P.AgentProfile | None, where: ir.Node) -> dict[str, Any] | None:
         if profile is None:
@@ -146,7 +158,7 @@ class _Workflow:
             out["id"] = s.id
         out["name"] = s.title
         out["position"] = s.position
-        settings = {x.name: x for x in decl.settings}
+        settings: dict[str, ir.StepSetting] = {x.name: x for x in decl.settings}
         flags = {f.name: f for f in decl.flags}
         if "color" in settings:
             out["color"] = s.color
@@ -162,6 +174,8 @@ class _Workflow:
                     out[key] = flags[flag].value
                 elif flags[flag].value:
                     self.report("export-dropped", flags[flag], f"the portable format has no `{key}`: dropped")
+            elif flag == "manual_move":  # kandev reads a missing flag as allowed (never enforced); interlock refuses
+                out[key] = False
         if "auto_archive_after_hours" in settings and (s.auto_archive_after_hours or not self.portable):
             out["auto_archive_after_hours"] = s.auto_archive_after_hours
         for name, key in (("wip_limit", "wip_limit"), ("pull_from", "pull_from_step_id")):
@@ -180,27 +194,42 @@ class _Workflow:
             else:
                 self.report("export-dropped", settings["agent_profile"], "the template format names an agent "
                             "profile by id (`agent_profile \"ID\"`): this profile map is dropped",
-                            help="use --format portable to keep it")
+                            help="use --yaml-format portable to keep it")
         if "description" in settings:
-            self.report("export-dropped", settings["description"], "the seed's steps have no description: dropped")
+            self.report("export-dropped", settings["description"], "kandev's steps have no description: dropped")
+        self.host_metadata(settings, s, out)
         if s.prompt is not None:
-            out["prompt"] = s.prompt
+            out["prompt"] = folded(s.prompt, settings.get("prompt"))
         events: dict[str, list[dict[str, Any]]] = {}
         for handler in decl.handlers:
             trigger = handler.trigger.name
             if self.portable and trigger not in F.PORTABLE_TRIGGERS:
                 self.report("export-dropped", handler.trigger, f"the portable format cannot carry `{trigger}` "
-                            "(the seed drops the generic triggers both ways, its issue #1109): dropped",
-                            help="use --format template to keep it")
+                            "(kandev drops the generic triggers both ways, its issue #1109): dropped",
+                            help="use --yaml-format template to keep it")
                 continue
             if trigger not in F.TRIGGERS:
-                self.report("export-refused", handler.trigger, f"`{trigger}` is not a trigger of the seed system")
+                self.report("export-refused", handler.trigger, f"`{trigger}` is not a trigger of kandev")
                 continue
             actions = [self.action(a, p, trigger) for a, p in zip(handler.actions, s.handlers.get(trigger, ()))]
             events[trigger] = [a for a in actions if a is not None]
         if events:
             out["events"] = events
         return out
+
+    def host_metadata(self, settings: Mapping[str, ir.StepSetting], s: P.PlanStep, out: dict[str, Any]) -> None:
+        """`session_target` and `agent_tag` (ADR 0043): template keys; the portable format has neither."""
+        for name, value in (("session_target", s.session_target), ("agent_tag", s.agent_tag)):
+            if value is None:
+                continue
+            if self.portable:
+                self.report("export-dropped", settings[name], f"the portable format has no `{name}`: dropped",
+                            help="use --yaml-format template to keep it")
+            elif isinstance(value, P.SessionTarget):
+                out[name] = {"kind": "initial"} if value.kind == "initial" else {"kind": "step",
+                                                                                  "step_id": value.step_id}
+            else:
+                out[name] = value
 
     def given(self, action: ir.ActionCall, kind: P.PlanKind) -> set[str]:
         """The parameters the source gives explicitly (positional ones by the kind's parameter order)."""
@@ -214,45 +243,106 @@ class _Workflow:
         return out
 
     def action(self, decl: ir.ActionCall, a: P.PlanAction, trigger: str) -> dict[str, Any] | None:
-        seed = F.TYPE_OF_KIND.get(a.kind)
-        if seed is None:
-            self.report("export-refused", decl.name, f"the seed system has no action `{a.kind}`: its loader would "
+        kandev = F.TYPE_OF_KIND.get(a.kind)
+        if kandev is None:
+            self.report("export-refused", decl.name, f"kandev has no action `{a.kind}`: its loader would "
                         "reject the file", help="remove the action, or keep this workflow in interlock")
             return None
-        if not self.portable and seed not in F.TEMPLATE_ALLOWED[trigger]:
-            self.report("export-refused", decl.name, f"the seed's template loader refuses `{seed}` under "
+        if not self.portable and kandev not in F.TEMPLATE_ALLOWED[trigger]:
+            self.report("export-refused", decl.name, f"kandev's template loader refuses `{kandev}` under "
                         f"`{trigger}`", help="allowed there: " + ", ".join(F.TEMPLATE_ALLOWED[trigger]))
             return None
+        if a.continue_on_failure and a.kind != "run_script" and decl.continue_on_failure is not None:
+            self.report("export-dropped", decl.continue_on_failure, f"kandev has a failure policy on `run_script` "
+                        f"only: `continue_on_failure` on `{a.kind}` is dropped (kandev stops the list when it fails)")
+        if a.action_class == "transition":
+            if a.when is not None:  # anything but one quorum: kandev's `wait_for_quorum` cannot hold it
+                assert decl.guard is not None
+                self.report("guard-not-expressible", decl.guard,
+                            f"kandev guards a transition with one `wait_for_quorum` at most: `{guard_text(a)}` "
+                            "cannot be written (kandev would read any other guard as none and move the task)",
+                            help="keep this workflow in interlock, or guard with a single `quorum(ROLE, THRESHOLD)`")
+                return None
+            config = self.move(decl, a)
+        elif a.kind == "run_script":
+            config = self.script(decl, a)
+        else:
+            config = self.arguments(decl, a, kandev)
+        return {"type": kandev, "config": config} if config else {"type": kandev}
+
+    def move(self, decl: ir.ActionCall, a: P.PlanAction) -> dict[str, Any]:
+        config: dict[str, Any] = {}
+        if a.kind == "move_to_step":
+            target = a.target_step or ""
+            if self.portable:
+                config["step_position"] = self.position[target]
+            else:
+                config["step_id"] = target
+        if a.guard is not None:
+            th = a.guard.threshold if a.guard.count is None else f"{a.guard.threshold}:{a.guard.count}"
+            config["wait_for_quorum"] = {"role": a.guard.role, "threshold": th}
+        if a.requires_approval:
+            config["requires_approval"] = True
+        for key, value in (a.args.get("options") or {}).items():  # kandev's entry options on a move (ADR 0043)
+            if (key, type(value)) in (("instructions", str), ("skip_step_prompt", bool)):
+                config[key] = value
+            else:
+                self.report("export-dropped", decl.name, f"kandev's moves carry the entry options `instructions` "
+                            f"(a string) and `skip_step_prompt` (a boolean) only: option `{key}` is dropped")
+        return config
+
+    def script(self, decl: ir.ActionCall, a: P.PlanAction) -> dict[str, Any]:
+        """`run_script` (ADR 0042): the portable format writes the defaults out, as kandev's export does."""
+        given = self.given(decl, self.kinds[a.kind])
+        config: dict[str, Any] = {"command": a.args["command"]}
+        if "timeout_seconds" in given or self.portable:
+            config["timeout_seconds"] = a.args["timeout_seconds"]
+        if a.continue_on_failure or self.portable:
+            config["failure_policy"] = "continue" if a.continue_on_failure else "block"
+        return config
+
+    def arguments(self, decl: ir.ActionCall, a: P.PlanAction, kandev: str) -> dict[str, Any]:
         given = self.given(decl, self.kinds[a.kind])
         config: dict[str, Any] = {}
-        args = a.args
-        if a.action_class == "transition":
-            if a.kind == "move_to_step":
-                target = a.target_step or ""
-                if self.portable:
-                    config["step_position"] = self.position[target]
-                else:
-                    config["step_id"] = target
-            if a.guard is not None:
-                th = a.guard.threshold if a.guard.count is None else f"{a.guard.threshold}:{a.guard.count}"
-                config["wait_for_quorum"] = {"role": a.guard.role, "threshold": th}
-            if a.requires_approval:
-                config["requires_approval"] = True
-        else:
-            mapping = {"set_session_mode": {"mode": "mode"}, "run_code_review": {"agent_profile": "agent_profile_id"},
-                       "queue_run": {"target": "target", "task": "task_id", "reason": "reason", "payload": "payload",
-                                     "cadence_seconds": "cadence_seconds"},
-                       "queue_run_for_each_participant": {"role": "role", "reason": "reason", "payload": "payload"},
-                       "ensure_seats": {"role": "role"}}.get(a.kind, {})
-            for param in sorted(given):
-                if param in mapping:
-                    config[mapping[param]] = args[param]
-                else:
-                    self.report("export-dropped", decl.name, f"the seed's `{seed}` has no setting for `{param}`: "
-                                "dropped")
-            if a.kind in ("queue_run_for_each_participant", "ensure_seats", "set_session_mode"):
-                key = "mode" if a.kind == "set_session_mode" else "role"
-                config[key] = args[key]
-            config = {k: config[k] for k in sorted(config, key=lambda k: list(mapping.values()).index(k)
-                                                   if k in mapping.values() else 99)}
-        return {"type": seed, "config": config} if config else {"type": seed}
+        mapping = {"set_session_mode": {"mode": "mode"}, "run_code_review": {"agent_profile": "agent_profile_id"},
+                   "queue_run": {"target": "target", "task": "task_id", "reason": "reason", "payload": "payload",
+                                 "cadence_seconds": "cadence_seconds"},
+                   "queue_run_for_each_participant": {"role": "role", "reason": "reason", "payload": "payload"},
+                   "ensure_seats": {"role": "role"}}.get(a.kind, {})
+        for param in sorted(given):
+            if param in mapping:
+                config[mapping[param]] = a.args[param]
+            else:
+                self.report("export-dropped", decl.name, f"kandev's `{kandev}` has no setting for `{param}`: "
+                            "dropped")
+        if a.kind in ("queue_run_for_each_participant", "ensure_seats", "set_session_mode"):
+            key = "mode" if a.kind == "set_session_mode" else "role"
+            config[key] = a.args[key]
+        order = list(mapping.values())
+        return {k: config[k] for k in sorted(config, key=lambda k: order.index(k) if k in order else 99)}
+
+
+class Folded(str):
+    """A string written folded in the `.wf` (`>\"\"\"`): `dump_yaml` writes it folded (`>-`) too."""
+
+
+def folded(text: str, setting: ir.StepSetting | ir.WorkflowSetting | None) -> str:
+    """`text`, marked to be written folded when the `.wf` wrote it so."""
+    return Folded(text) if setting is not None and setting.folded else text
+
+
+def _folded_scalar(text: str) -> Any:
+    """`text` as a folded (`>-`) YAML scalar, its lines broken where `fold` would break them."""
+    from ruamel.yaml.scalarstring import FoldedScalarString
+
+    from interlock.dsl import blockstr
+
+    scalar = FoldedScalarString(text)
+    lines = blockstr.fold(text, "", 80).split("\n")[1:-1]
+    positions, at = [], 0
+    for line in lines[:-1]:
+        at += len(line)
+        positions.append(at)  # the space after this line's last word
+        at += 1
+    scalar.fold_pos = positions
+    return scalar

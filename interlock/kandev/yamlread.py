@@ -1,21 +1,22 @@
 """A bounded YAML 1.2 reader that keeps positions: text in, a tree of `YNode`s (or one located error) out.
 
-The seed system decodes with a YAML 1.2 reader, so `on`, `no` and `yes` are strings and only `true`/`false`
+kandev decodes with a YAML 1.2 reader, so `on`, `no` and `yes` are strings and only `true`/`false`
 are booleans; ruamel.yaml reads YAML 1.2 the same way (PyYAML's 1.1 booleans would corrupt a step id `no`).
 Bounds as for scenarios (runtime/scenario_yaml.py): file size, nesting depth and alias expansion; a key given twice in
-one mapping is an error (the seed's decoder refuses it too).  Nothing in the file is ever run: no tags are
+one mapping is an error (kandev's decoder refuses it too).  Nothing in the file is ever run: no tags are
 constructed, every scalar stays text with its resolved YAML type.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["YNode", "YamlError", "read_yaml", "MAX_BYTES", "MAX_DEPTH", "MAX_ALIAS_VALUES"]
+__all__ = ["YNode", "YamlError", "Comment", "read_yaml", "comments", "MAX_BYTES", "MAX_DEPTH", "MAX_ALIAS_VALUES"]
 
 MAX_BYTES = 1024 * 1024
-"""The largest document read (the seed's import endpoint takes at most 1 MB)."""
+"""The largest document read (kandev's import endpoint takes at most 1 MB)."""
 MAX_DEPTH = 64
 MAX_ALIAS_VALUES = 10_000
 
@@ -41,6 +42,9 @@ class YNode:
     text: str = ""
     items: list[YNode] = field(default_factory=list)
     pairs: list[tuple[YNode, YNode]] = field(default_factory=list)
+    end_line: int = 0  # where the node ends (1-based, exclusive column): comments inside it are its text
+    end_col: int = 0
+    style: str | None = None  # a scalar's YAML style: None (plain), `'`, `"`, `|` (literal) or `>` (folded)
 
     def get(self, key: str) -> YNode | None:
         for k, v in self.pairs:
@@ -75,7 +79,7 @@ def read_yaml(text: str) -> YNode:
     from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
 
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
-        raise YamlError(f"the document is larger than {MAX_BYTES:,} bytes (the seed's import limit): refused")
+        raise YamlError(f"the document is larger than {MAX_BYTES:,} bytes (kandev's import limit): refused")
     yaml = YAML(typ="safe", pure=True)
     yaml.version = (1, 2)
     try:
@@ -137,7 +141,8 @@ class _Converter:
         kind = tag[len(_TAG):] if tag.startswith(_TAG) else "str"
         if kind not in ("str", "int", "bool", "null", "float"):
             raise YamlError(f"the tag `{tag}` is not read (only plain YAML values)", line, col)
-        return YNode("scalar", line, col, type=kind, text=str(node.value))
+        return YNode("scalar", line, col, type=kind, text=str(node.value), end_line=node.end_mark.line + 1,
+                     end_col=node.end_mark.column + 1, style=getattr(node, "style", None) or None)
 
 
 def _count(node: Any, seen: set[int]) -> int:
@@ -149,3 +154,66 @@ def _count(node: Any, seen: set[int]) -> int:
     if node.id == "sequence":
         return 1 + sum(_count(i, seen) for i in node.value)
     return 1
+
+
+@dataclass(frozen=True)
+class Comment:
+    """A YAML comment: where its `#` is (1-based), its text from the `#` on, and whether it has its line alone."""
+
+    line: int
+    col: int
+    text: str
+    own_line: bool
+
+
+_INDICATOR = re.compile(r"[|>][0-9+-]*")
+
+
+def comments(text: str, root: YNode) -> list[Comment]:
+    """Every comment of the document `root` was read from, in order.  A `#` starts a comment at the start of a line
+    or after a blank, outside every scalar (quoted and block scalars hold `#` as text)."""
+    whole: set[int] = set()
+    parts: dict[int, list[tuple[int, int]]] = {}
+    lines = text.split("\n")
+    for node in _scalars(root):
+        _occupy(node, lines, whole, parts)
+    out: list[Comment] = []
+    for number, line in enumerate(lines, start=1):
+        if number in whole or "#" not in line:
+            continue
+        taken = parts.get(number, ())
+        for at in (m.start() for m in re.finditer("#", line)):
+            if (at == 0 or line[at - 1] in " \t") and not any(a <= at < b for a, b in taken):
+                out.append(Comment(number, at + 1, line[at:].rstrip(), not line[:at].strip()))
+                break
+    return out
+
+
+def _scalars(root: YNode) -> list[YNode]:
+    found: list[YNode] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.kind == "scalar":
+            found.append(node)
+        stack.extend(node.items)
+        for key, value in node.pairs:
+            stack.extend((key, value))
+    return found
+
+
+def _occupy(node: YNode, lines: list[str], whole: set[int], parts: dict[int, list[tuple[int, int]]]) -> None:
+    """Mark the columns a scalar covers (0-based, end exclusive): a block scalar its indicator (a comment may follow
+    it on its line) and its lines."""
+    first, last, start, end = node.line, node.end_line or node.line, node.col - 1, (node.end_col or node.col) - 1
+    if node.style in ("|", ">"):
+        indicator = _INDICATOR.match(lines[first - 1], start) if first <= len(lines) else None
+        parts.setdefault(first, []).append((start, indicator.end() if indicator else start + 1))
+        whole.update(range(first + 1, last if end == 0 else last + 1))
+        return
+    if first == last:
+        parts.setdefault(first, []).append((start, end))
+        return
+    parts.setdefault(first, []).append((start, 1 << 30))
+    whole.update(range(first + 1, last))
+    parts.setdefault(last, []).append((0, end))

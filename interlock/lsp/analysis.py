@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from interlock.compiler.program import Program
     from interlock.compiler.symbols import Symbols
+    from interlock.config import Config
     from interlock.dsl import Diagnostic, SourceFile
 
     from .index import Index
 
-__all__ = ["Analysis", "analyse", "prelude_path", "PRELUDE_FILE"]
+__all__ = ["Analysis", "analyse", "completion_analysis", "prelude_analysis", "prelude_path", "PRELUDE_FILE"]
 
 PRELUDE_FILE = "<prelude:std>"
 
@@ -37,6 +38,8 @@ class Analysis:
     symbols: Symbols | None = None
     used_files: frozenset[str] = field(default_factory=frozenset)
     """The names (paths) of the sibling files the program read through `use`."""
+    docs_url: str | None = None
+    """The project configuration's `docs_url` template (where diagnostics link), if it sets one."""
 
     @cached_property
     def index(self) -> Index:
@@ -58,9 +61,40 @@ def analyse(name: str, text: str, version: int | None, path: Path | None) -> Ana
     from interlock.dsl import SourceFile
 
     search = path.parent if path is not None else None
-    checked = check_program(SourceFile(name, text), search_dir=search, main_path=path)
+    config = _config(path)
+    checked = check_program(SourceFile(name, text), search_dir=search, main_path=path, ignore=config.ignore)
     program = checked.program
     if program is None:
-        return Analysis(name, version, checked.source, checked.diagnostics)
+        return Analysis(name, version, checked.source, checked.diagnostics, docs_url=config.docs_url)
     used = frozenset(n for n in program.sources if n != name and program.is_user(n))
-    return Analysis(name, version, checked.source, checked.diagnostics, program, checked.symbols, used)
+    return Analysis(name, version, checked.source, checked.diagnostics, program, checked.symbols, used,
+                    config.docs_url)
+
+
+def completion_analysis(name: str, text: str, line: int, version: int | None, path: Path | None) -> Analysis | None:
+    """An analysis with a symbol table for completing on `line` of `text`, a text that does not parse (a handler
+    begun, `on ` typed): the text with that line blanked — what is being typed left out, the rest of the file as it
+    is now — or None when that does not parse either."""
+    lines = text.split("\n")
+    if not 0 <= line < len(lines):
+        return None
+    found = analyse(name, "\n".join([*lines[:line], "", *lines[line + 1:]]), version, path)
+    return found if found.symbols is not None else None
+
+
+def prelude_analysis(name: str) -> Analysis:
+    """The analysis of an empty file: the prelude's triggers, kinds and roles (completion's last resort)."""
+    return analyse(name, "", None, None)
+
+
+def _config(path: Path | None) -> Config:
+    """The project configuration of a file on disk (`interlock check`'s); none for an unsaved buffer, and none
+    while the configuration file is not valid (`check` reports that; an editor keeps working)."""
+    from interlock.config import NO_CONFIG, ConfigError, load_config
+
+    if path is None:
+        return NO_CONFIG
+    try:
+        return load_config(path)
+    except ConfigError:
+        return NO_CONFIG

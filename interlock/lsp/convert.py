@@ -17,12 +17,7 @@ if TYPE_CHECKING:
 
     from .analysis import Analysis
 
-__all__ = ["DOCS", "Locator", "to_lsp_diagnostic"]
-
-_DOCS = Path(__file__).resolve().parents[2] / "docs" / "diagnostics.md"
-DOCS = _DOCS.as_uri() if _DOCS.is_file() else None
-"""Where `codeDescription` points: the code's section of the checkout's docs/diagnostics.md (the anchor is
-the Markdown slug of the heading `## IL102 unknown-parameter`); None in an install without the docs."""
+__all__ = ["Locator", "to_lsp_diagnostic", "anchor"]
 
 _SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
              "note": lsp.DiagnosticSeverity.Information}
@@ -62,8 +57,12 @@ class Locator:
         return lsp.Location(uri=self.uri_of(span.file), range=self.range(span))
 
 
-def anchor(code: str, name: str) -> str | None:
-    return None if DOCS is None else f"{DOCS}#{code.lower()}-{name}"
+def anchor(code: str, name: str, docs_url: str | None = None) -> str | None:
+    """Where `codeDescription` points: the configured `docs_url`, else the code's section of the diagnostics page
+    where interlock is installed (a wheel carries it; a checkout has docs/), `#il102-unknown-parameter`."""
+    from interlock.explain import help_url
+
+    return help_url(code, name, docs_url)
 
 
 def to_lsp_diagnostic(d: Diagnostic, where: Locator) -> lsp.Diagnostic:
@@ -76,7 +75,7 @@ def to_lsp_diagnostic(d: Diagnostic, where: Locator) -> lsp.Diagnostic:
         message += "\n" + "\n".join(extra)
     related = [lsp.DiagnosticRelatedInformation(location=where.location(lab.span), message=lab.message)
                for lab in d.labels]
-    href = anchor(d.code, d.name)
+    href = anchor(d.code, d.name, where.analysis.docs_url)
     return lsp.Diagnostic(range=where.range(d.span), message=message, severity=_SEVERITY[str(d.severity)],
                           code=d.code, code_description=None if href is None else lsp.CodeDescription(href=href),
                           source="interlock", related_information=related or None,

@@ -15,10 +15,13 @@ from interlock.runtime.vocabulary import THRESHOLDS
 
 from .analysis import PRELUDE_FILE
 from .convert import anchor
+from .guards import guard_completion
 from .positions import from_units, to_units
 from .render import params_text, type_text, value_text
 
 if TYPE_CHECKING:
+    from interlock.compiler.symbols import Symbols
+
     from .analysis import Analysis
     from .convert import Locator
     from .index import Key, Occurrence
@@ -29,7 +32,8 @@ __all__ = ["cursor", "hover", "definition", "references", "completion", "documen
 KEYWORDS = ("workflow", "step", "on", "use", "trigger", "role", "record", "session", "task", "transition", "entry",
             "dispatch", "exclude", "when", "quorum", "requires_approval", "true", "false", "event", "load", "skip",
             "operation", "payload", "stage", "start", "manual_move", "terminal", "position", "prompt", "wip_limit",
-            "pull_from", "hidden", "description", "agent_profile", "auto_archive_after_hours", "and", "or", "not",
+            "pull_from", "hidden", "description", "agent_profile", "auto_archive_after_hours", "session_target",
+            "agent_tag", "continue_on_failure", "and", "or", "not",
             "missing", "error", "warning", "info", "debug", "silent")
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")  # the grammar's NAME
 THRESHOLD_HELP = {
@@ -132,7 +136,7 @@ def hover(analysis: Analysis, where: Locator, pos: lsp.Position) -> lsp.Hover | 
         if d.file == analysis.name and (s.line, s.col) <= (line, col) <= (s.end_line, s.end_col):
             info = CODES.get(d.code)
             summary = info.summary if info is not None else ""
-            href = anchor(d.code, d.name)
+            href = anchor(d.code, d.name, analysis.docs_url)
             parts.append(f"**{d.code} {d.name}**: {summary}" + (f" ([docs]({href}))" if href else ""))
     if not parts:
         return None
@@ -229,7 +233,7 @@ def completion(analysis: Analysis, text: str, pos: lsp.Position, encoding: str) 
         return _items([s.name.name for s in wf.steps] if wf else [], K.EnumMember, f"step of {workflow}")
 
     if re.search(r"\bon\s+\w*$", prefix) or re.search(r"\bon\s+[\w\s,]*,\s*\w*$", prefix):
-        return _items(list(symbols.triggers), K.Event, "trigger")
+        return _items(_triggers_here(symbols, blocks, prefix), K.Event, "trigger")
     if re.search(r"\bquorum\(\s*\w*$", prefix):
         return _items(list(symbols.roles), K.Value, "role")
     if re.search(r"\bquorum\(\s*\w+\s*,\s*\w*$", prefix):
@@ -238,6 +242,9 @@ def completion(analysis: Analysis, text: str, pos: lsp.Position, encoding: str) 
         return _items(list(STAGE_HELP), K.EnumMember, "stage")
     if re.search(r"\bpull_from\s+\w*$", prefix):
         return steps()
+    if trigger is not None and dispatch is None and (
+            (in_guard := guard_completion(symbols, trigger, prefix)) is not None):
+        return in_guard
     if m := re.search(r"\b(\w+)\.(\w*)$", prefix):
         record = _record_of(analysis, m.group(1), dispatch, text)
         fields = symbols.record_fields(record) if record else None
@@ -272,8 +279,20 @@ def completion(analysis: Analysis, text: str, pos: lsp.Position, encoding: str) 
         allowed = [name for name, kind in symbols.kinds.items() if symbols.kind_allows(kind, trigger)]
         items = [lsp.CompletionItem(label=name, kind=K.Function, detail=f"{symbols.kinds[name].action_class}"
                                     f"{params_text(symbols.kinds[name].params)}") for name in allowed]
-        return items + _items(("when", "quorum", "requires_approval"), K.Keyword)
+        return items + _items(("when", "quorum", "requires_approval", "continue_on_failure"), K.Keyword)
     return _items(KEYWORDS, K.Keyword)
+
+
+def _triggers_here(symbols: Symbols, blocks: list[tuple[str, str]], prefix: str) -> list[str]:
+    """The triggers to offer after `on`: in a step (a handler begun), those the step has no handler for yet — a
+    second handler for one is an error; elsewhere (a kind's `on` list, a dispatch block's trigger) every one."""
+    if not blocks or blocks[-1][0] != "step" or not re.search(r"(?:^|[{}])\s*on\s+\w*$", prefix):
+        return list(symbols.triggers)
+    workflow = next((name for kw, name in reversed(blocks) if kw == "workflow"), "")
+    wf = symbols.workflows.get(workflow)
+    step = next((s for s in wf.steps if s.name.name == blocks[-1][1]), None) if wf is not None else None
+    handled = {h.trigger.name for h in step.handlers} if step is not None else set()
+    return [t for t in symbols.triggers if t not in handled]
 
 
 def _record_of(analysis: Analysis, name: str, dispatch: str | None, text: str) -> str | None:

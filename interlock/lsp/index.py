@@ -135,6 +135,8 @@ def _decl(index: Index, decl: ir.Decl, symbols: object) -> None:
 def _step(index: Index, wf: str, step: ir.StepDecl, symbols: object) -> None:
     from interlock.compiler.symbols import Symbols
 
+    from .guards import index_guard
+
     assert isinstance(symbols, Symbols)
     for setting in step.settings:
         if isinstance(setting.value, ir.Ident):
@@ -148,8 +150,7 @@ def _step(index: Index, wf: str, step: ir.StepDecl, symbols: object) -> None:
             kind = symbols.kinds.get(call.name.name)
             index.add(call.name.span, ("kind", call.name.name), False, call)
             if call.guard is not None:
-                index.add(call.guard.role.span, ("role", call.guard.role.name))
-                index.add(call.guard.threshold.name.span, ("threshold", call.guard.threshold.name.name))
+                index_guard(index, handler.trigger.name, call.guard)
             params = kind.params if kind is not None else ()
             positional = 0
             for arg in call.args:

@@ -22,11 +22,13 @@ __all__ = ["TOOLS", "tool", "add_parsers"]
 
 TOOLS: dict[str, str] = {
     "diff": "compare two versions of a workflow: breaking changes and the in-flight tasks they strand",
-    "export": "export .wf workflows as the seed system's (kandev) workflow YAML",
+    "explain": "print the documentation page of a diagnostic code (IL102, KV007)",
+    "export": "export .wf workflows as kandev's workflow YAML",
     "fmt": "format .wf files in the canonical layout, keeping every comment",
     "graph": "draw a file's workflows as a Mermaid, DOT, SVG or PNG diagram",
-    "import": "import the seed system's (kandev) workflow YAML as formatted .wf",
+    "import": "import kandev's workflow YAML as formatted .wf",
     "lsp": "run the language server for editors (stdio)",
+    "migrate": "move the tasks a new plan strands (on steps it lacks) onto its steps",
     "schema": "print the JSON Schema of the plan or of the scenario format",
 }
 """The tool commands, in the order `interlock --help` lists them, with the line it shows for each (each module's

@@ -32,10 +32,12 @@ DIFF_VERSION = 1
 
 HELP = "compare two versions of a workflow: breaking changes and the in-flight tasks they strand"
 DESCRIPTION = "\n\n".join(textwrap.fill(p, 88) for p in (
-    "Compare two versions of a workflow by id: workflows, steps, attributes, handlers and their actions, guards, "
-    "the entry policy, dispatch sequences, triggers, roles and kinds. Breaking changes (a step removed or renamed, "
-    "a step that lost every way out, a kind moved between the entry lists, a guard tightened, a trigger's payload "
-    "changed, a role, trigger, sequence or workflow removed) come first.",
+    "Compare two versions of a workflow by id: every field of the plan (workflows, steps, their attributes and "
+    "host settings, handlers and their actions, guards, the entry policy, dispatch sequences, triggers, roles and "
+    "kinds), each change classified as behaviour or metadata; a long or multi-line text (a prompt) is shown as a "
+    "unified diff. Breaking changes (a step removed or renamed, a step that lost every way out, a kind moved "
+    "between the entry lists, a guard tightened, a trigger's payload changed, a role, trigger, sequence or "
+    "workflow removed) come first. Source positions, comments and file names are never changes.",
     "With --store, the tasks, entries, seats and decisions of that store the change strands are listed, each with "
     "its task id (read-only: the store is never written, a missing SQLite file is an error).",
     "OLD and NEW are .wf files, compiled plans (.json), git:REV:PATH (the file as committed in REV; PATH as git "
@@ -324,11 +326,19 @@ def _lines(changes: list[Change]) -> list[str]:
         for c in items:
             where = f"  ({c.source})" if c.source else ""
             out.append(f"    {_mark(c)} {c.message}  [{c.code}]{where}")
+            out.extend(f"        {line}".rstrip() for line in c.text_diff or ())
     return out
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' * (n != 1)}"
+
+
+def _sections(changes: list[Change]) -> list[tuple[str, list[Change]]]:
+    """The changes under their headings: breaking first, then the other behaviour changes, then metadata."""
+    return [("BREAKING", [c for c in changes if c.breaking]),
+            ("behaviour", [c for c in changes if not c.breaking and c.category != "metadata"]),
+            ("metadata", [c for c in changes if not c.breaking and c.category == "metadata"])]
 
 
 def _text(comparisons: list[_Comparison], store: str | None) -> str:
@@ -340,18 +350,16 @@ def _text(comparisons: list[_Comparison], store: str | None) -> str:
             out.append(f"skipped: {comp.skipped}")
             out.append("")
             continue
-        breaking = [c for c in comp.changes if c.breaking]
-        other = [c for c in comp.changes if not c.breaking]
+        sections = _sections(comp.changes)
         if not comp.changes:
             out.append("no changes")
         else:
-            out.append(f"{_plural(len(breaking), 'breaking change')}, {_plural(len(other), 'other change')}")
-        if breaking:
-            out.append("BREAKING")
-            out.extend(_lines(breaking))
-        if other:
-            out.append("changes")
-            out.extend(_lines(other))
+            counts = ", ".join(f"{len(items)} {title.lower()}" for title, items in sections if items)
+            out.append(f"{_plural(len(comp.changes), 'change')}: {counts}")
+        for title, items in sections:
+            if items:
+                out.append(title)
+                out.extend(_lines(items))
         if comp.stranded is not None:
             if comp.stranded:
                 out.append(f"STRANDED in {store}: {_plural(len(comp.stranded), 'item')}")
@@ -363,19 +371,24 @@ def _text(comparisons: list[_Comparison], store: str | None) -> str:
     return "\n".join(out)
 
 
+def _summary(changes: list[Change]) -> dict[str, int]:
+    return {"changes": len(changes), "breaking": sum(c.breaking for c in changes),
+            "behaviour": sum(c.category != "metadata" for c in changes),
+            "metadata": sum(c.category == "metadata" for c in changes)}
+
+
 def _json_text(comparisons: list[_Comparison], store: str | None) -> str:
     items: list[dict[str, Any]] = []
     for comp in comparisons:
         items.append({
             "old": comp.old, "new": comp.new, "skipped": comp.skipped,
-            "summary": {"changes": len(comp.changes), "breaking": sum(c.breaking for c in comp.changes),
+            "summary": {**_summary(comp.changes),
                         "stranded": None if comp.stranded is None else len(comp.stranded)},
             "changes": [c.to_json() for c in comp.changes],
             "stranded": None if comp.stranded is None else [s.to_json() for s in comp.stranded],
         })
     stranded_total = None if store is None else sum(len(c.stranded or ()) for c in comparisons)
+    totals = {key: sum(i["summary"][key] for i in items) for key in ("changes", "breaking", "behaviour", "metadata")}
     doc = {"diff_version": DIFF_VERSION, "store": store, "comparisons": items,
-           "summary": {"changes": sum(i["summary"]["changes"] for i in items),
-                       "breaking": sum(i["summary"]["breaking"] for i in items), "stranded": stranded_total}}
+           "summary": {**totals, "stranded": stranded_total}}
     return json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
-

@@ -1,20 +1,18 @@
 """`interlock fmt [PATH…|-]`: `.wf` files in, the same files in the canonical layout out (in place, atomically).
 
 The formatting itself is `interlock.dsl.format.format_source` (docs/fmt.md); this module reads the files,
-writes back only those that change (a temporary file in the same folder, then `os.replace`, keeping the
-file's mode), and reports.  `--check` and `--diff` write nothing.  Only the standard library is imported
-at the top: the CLI imports this module to build its parser, and `interlock check` must start fast.
+writes back only those that change (`interlock.atomic.write_atomic`: a temporary file in the same folder,
+then `os.replace`, keeping the file's mode), and reports.  `--check` and `--diff` write nothing.  Only the
+standard library is imported at the top: the CLI imports this module to build its parser, and `interlock
+check` must start fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import difflib
 import os
-import stat
 import sys
-import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +30,10 @@ DESCRIPTION = "\n\n".join(textwrap.fill(p, 88) for p in (
     "line, long argument lists wrapped at 100 columns, runs of blank lines collapsed to one. Every comment is "
     "kept, in order; declarations and step items keep their order. Only files that change are written, "
     "atomically, keeping their mode.",
-    "Folders are searched for `*.wf` recursively; `-` reads standard input and writes the result to standard "
-    "output. A file with a syntax error is left untouched and its diagnostic reported."))
+    "Folders are searched for `*.wf` recursively, skipping hidden folders, venv/, .venv/, node_modules/, .tox/, "
+    "build/, dist/, .gitignore'd files and the configuration's `exclude` globs; `-` reads standard input and "
+    "writes the result to standard output. A file with a syntax error is left untouched and its diagnostic "
+    "reported."))
 EPILOG = textwrap.fill(
     "Exit status: 0 done (or, with --check/--diff, nothing to change); 1 a file would change (--check, --diff) "
     "or could not be formatted (a syntax error, an unreadable file); 2 usage or internal error.", 88)
@@ -52,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="colour diagnostics: auto (a terminal without NO_COLOR), always or never (default: auto)")
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="print only diagnostics (and the diff or the formatted text), no file list or summary")
+    from interlock.cli import add_walk_options  # the CLI is loaded already: it builds this parser
+
+    add_walk_options(parser)
 
 
 @dataclass
@@ -64,7 +67,7 @@ class _Outcome:
 def run(args: argparse.Namespace) -> int:
     from interlock.cli import UsageError, _collect  # the CLI is loaded already: it called us
 
-    files = _collect(args.paths)
+    files = _collect(args.paths, args)
     if files.count("-") > 1:
         raise UsageError("`-` (standard input) may be given once")
     if "-" in files and len(files) > 1:
@@ -120,7 +123,9 @@ def _one(name: str, args: argparse.Namespace, dry: bool, report: TextIO) -> _Out
         if not dry:
             sys.stdout.write(result.text)
     elif changed and not dry:
-        _replace(Path(name), new)
+        from interlock.atomic import write_atomic
+
+        write_atomic(Path(name), new)
     if changed and not args.quiet and name != "-":
         report.write(f"{'would reformat' if dry else 'reformatted'} {shown}\n")
     return _Outcome(shown, [], changed)
@@ -133,23 +138,6 @@ def _diff(name: str, before: str, after: str) -> str:
     for line in lines:
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
-
-
-def _replace(path: Path, data: bytes) -> None:
-    """Write `data` to `path` atomically: a temporary file beside it, the same mode, then `os.replace`."""
-    mode = stat.S_IMODE(os.stat(path).st_mode)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".fmt-tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _plural(n: int, word: str) -> str:

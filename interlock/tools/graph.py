@@ -19,8 +19,9 @@ from typing import Any
 HELP = "draw a file's workflows as a Mermaid, DOT, SVG or PNG diagram"
 DESCRIPTION = textwrap.fill(
     "Draw the workflows of a `.wf` file (or of a compiled plan, `.json`): a node per step, `[*]` into the start "
-    "step and out of terminal steps, an edge per transition labelled with its trigger, guard and "
-    "requires_approval, pull_from dashed, manual_move steps shaded, and a legend (docs/graph.md). Mermaid and "
+    "step and out of terminal steps, steps in board (position) order, an edge per transition labelled with its "
+    "trigger, guard and requires_approval, pull_from dashed, manual_move steps shaded, each step's handlers with "
+    "--handlers, and a legend unless --no-legend (docs/graph.md). Mermaid and "
     "DOT are written as text; SVG and PNG are rendered by Graphviz's `dot`, which must be installed. The "
     "output is byte-identical across runs.", width=100)
 EPILOG = textwrap.fill(
@@ -42,6 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output format (default: from -o's suffix — .mmd, .dot/.gv, .svg, .png — else mermaid)")
     parser.add_argument("--direction", choices=("LR", "TB"), default="LR",
                         help="layout direction: left to right or top to bottom (default: LR)")
+    parser.add_argument("--no-legend", dest="legend", action="store_false",
+                        help="leave the legend out (by default it is drawn below the diagram, DOT/SVG/PNG)")
+    parser.add_argument("--handlers", action="store_true",
+                        help="write each step's handlers in its box: the actions other than transitions, by trigger "
+                             "(entry kinds the host runs inline marked `(inline)`)")
     parser.add_argument("-o", "--output", metavar="OUT", help="write the diagram to this file (default: stdout)")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="colour diagnostics: auto (a terminal without NO_COLOR), always or never (default: auto)")
@@ -146,6 +152,40 @@ def _graphviz(dot_text: str, fmt: str) -> bytes:
     return proc.stdout
 
 
+PNG_KEY = "interlock-dot-sha256"
+"""The PNG text chunk that names the DOT a picture was drawn from (its sha256), so a committed picture can be
+checked against the DOT the current rules give without comparing PNG bytes, which differ between Graphviz builds."""
+
+
+def stamp_png(png: bytes, dot_text: str) -> bytes:
+    """`png` with a `tEXt` chunk `interlock-dot-sha256` = sha256 of `dot_text`, inserted before `IEND`."""
+    import hashlib
+    import struct
+    import zlib
+
+    end = png.rfind(b"IEND")
+    if not png.startswith(b"\x89PNG\r\n\x1a\n") or end < 12:
+        return png
+    body = b"tEXt" + PNG_KEY.encode("latin-1") + b"\0" + hashlib.sha256(dot_text.encode("utf-8")).hexdigest().encode()
+    chunk = struct.pack(">I", len(body) - 4) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+    return png[:end - 4] + chunk + png[end - 4:]
+
+
+def png_stamp(png: bytes) -> str | None:
+    """The `interlock-dot-sha256` text of a PNG `interlock graph` wrote, or None."""
+    import struct
+
+    at = 8
+    while at + 8 <= len(png):
+        (size,) = struct.unpack(">I", png[at:at + 4])
+        kind, data = png[at + 4:at + 8], png[at + 8:at + 8 + size]
+        key, _, value = data.partition(b"\0")
+        if kind == b"tEXt" and key == PNG_KEY.encode("latin-1"):
+            return value.decode("latin-1")
+        at += 12 + size
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
@@ -164,16 +204,19 @@ def _run(args: argparse.Namespace) -> int:
     from interlock.compiler.graph import GraphError, render
 
     try:
-        text = render(plan, "mermaid" if fmt == "mermaid" else "dot", args.workflow, args.direction)
+        text = render(plan, "mermaid" if fmt == "mermaid" else "dot", args.workflow, args.direction,
+                      legend=args.legend, handlers=args.handlers)
     except GraphError as exc:
         raise _Usage(f"{_short(args.file)}: {exc}") from None
     data = text.encode("utf-8") if fmt in ("mermaid", "dot") else _graphviz(text, fmt)
+    if fmt == "png":
+        data = stamp_png(data, text)
     if target is None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return EXIT_OK
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(target)
+    from interlock.atomic import write_atomic
+
+    write_atomic(target, data)
     return EXIT_OK

@@ -7,7 +7,6 @@ deterministic, so the copies committed under `schemas/` can be compared with a f
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 __all__ = ["HELP", "DESCRIPTION", "EPILOG", "add_arguments", "run"]
@@ -47,10 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if target is None:
         sys.stdout.write(text)
         return 0
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8", newline="\n")
-        tmp.replace(target)  # atomic: a reader never sees half a schema
-    finally:
-        tmp.unlink(missing_ok=True)
+    from interlock.atomic import write_atomic
+
+    write_atomic(target, text)  # a reader never sees half a schema
     return 0

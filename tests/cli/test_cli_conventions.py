@@ -162,7 +162,7 @@ def test_test_reports_a_broken_scenario_and_goes_on(tmp_path: Path, capsys: pyte
     assert lines[2] == f"ERROR {tmp_path / 'b_refused.yaml'}"
     assert f"FAIL {tmp_path / 'c_fails.yaml'}" in lines and f"PASS {tmp_path / 'd_passes.yaml'}" in lines
     assert f"SKIP {tmp_path / 'e_plain.yaml'}: no `expect:` block" in lines
-    assert lines[-1] == "1 passed, 1 failed, 2 errors"
+    assert lines[-1] == "1 passed, 1 failed, 2 errors, 1 skipped"
 
 
 def test_the_table_is_never_cut_when_piped(tmp_path: Path) -> None:

@@ -29,23 +29,34 @@ def _handler(body: str, trigger: str = "on_turn_complete") -> str:
     ("move_to_step(b) requires_approval when quorum(reviewer, all_approve)",
      "`requires_approval` is written before `when quorum(…)`; the guard comes first",
      "write `move_to_step(b) when quorum(reviewer, all_approve) requires_approval`"),
-    ("move_to_step(b) when quorum(reviewer, all_approve) and quorum(approver, any_reject)",
-     "`and` cannot join two quorum guards: a transition takes one `when quorum(…)`",
-     "move to a step of its own `when quorum(reviewer, all_approve)`, and from that step on "
-     "`when quorum(approver, any_reject)`"),
-    ("move_to_step(b) when quorum(reviewer, all_approve) or quorum(approver, all_approve)",
-     "`or` cannot join two quorum guards: a transition takes one `when quorum(…)`",
-     "move to a step of its own `when quorum(reviewer, all_approve)`, and from that step on "
-     "`when quorum(approver, all_approve)`"),
+    ("move_to_step(b) when quorum(reviewer, all_approve) requires_approval and quorum(approver, any_reject)",
+     "`and quorum(approver, any_reject)` is written after `requires_approval`; the whole guard comes first",
+     "write `move_to_step(b) when quorum(reviewer, all_approve) and quorum(approver, any_reject) "
+     "requires_approval`"),
+    ("move_to_step(b) when quorum(reviewer, all_approve) requires_approval or quorum(approver, all_approve)",
+     "`or quorum(approver, all_approve)` is written after `requires_approval`; the whole guard comes first",
+     "write `move_to_step(b) when quorum(reviewer, all_approve) or quorum(approver, all_approve) "
+     "requires_approval`"),
     ("move_to_step(b) when quorum(reviewer, all_approve) when quorum(approver, all_approve)",
-     "`move_to_step` already has a guard: a transition takes one `when quorum(…)`",
-     "keep one guard, or move to a step of its own and guard the next move there"),
+     "`move_to_step` already has a guard: a transition takes one `when …`",
+     "join the conditions into one guard: `when quorum(reviewer, all_approve) and quorum(approver, all_approve)` "
+     "(both must hold) or `or` (either)"),
 ])
 def test_misplaced_guards(body: str, message: str, help: str) -> None:
     result = _compile(_handler(body))
     assert [(d.code, d.span.line) for d in result.diagnostics] == [("IL013", 3)]
     (d,) = result.diagnostics
     assert (d.message, d.help) == (message, help)
+
+
+@pytest.mark.parametrize("guard", [
+    "quorum(reviewer, all_approve) and quorum(approver, any_reject)",
+    "quorum(reviewer, all_approve) or quorum(approver, all_approve)",
+    "not quorum(reviewer, any_reject) and quorum(reviewer, n_approve(2))",
+])
+def test_quorums_joined_in_one_guard_are_a_guard(guard: str) -> None:
+    # docs/language.md §6: quorums combine with `and`, `or`, `not` (they were IL013 before guards were expressions)
+    assert _compile(_handler(f"move_to_step(b) when {guard}")).diagnostics == ()
 
 
 def test_a_kind_of_the_users_named_when_is_an_action() -> None:

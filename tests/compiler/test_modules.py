@@ -68,7 +68,8 @@ def test_etc_passwd_through_a_symlink_is_not_shown(tmp_path: Path) -> None:
     code, out, _ = _cli("check", "--format", "concise", str(tmp_path / "main.wf"))
     assert code == 1
     assert out.splitlines()[0] == (f"{tmp_path / 'main.wf'}:1:5: error[IL011] `secrets.wf` leads outside the folder "
-                                   f"of {tmp_path / 'main.wf'} (it is a symlink), so it is not read")
+                                   f"of {tmp_path / 'main.wf'} (it is a symlink), so it is not read (help: put the "
+                                   f"module itself next to {tmp_path / 'main.wf'}, or use a prelude)")
     first = Path("/etc/passwd").read_text().split(":")[0]
     assert f"`{first}`" not in out
 
@@ -211,7 +212,7 @@ def test_read_limited_refuses_a_folder(tmp_path: Path) -> None:
 def test_check_on_a_fifo_reports_it_and_exits_1(fifo: Path) -> None:
     result = _soon(lambda: _cli("check", "--format", "concise", str(fifo)))
     assert result == (1, f"{fifo}:1:1: error[IL008] cannot read file: it is a FIFO (named pipe), not a regular "
-                         "file\n1 file checked: 1 error\n", "")
+                         "file (help: `.wf` sources are regular files)\n1 file checked: 1 error\n", "")
 
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")

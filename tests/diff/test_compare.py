@@ -76,10 +76,13 @@ def test_title_change_keeps_the_id_and_is_not_breaking() -> None:
 
 
 def test_steps_are_compared_by_id_not_list_position() -> None:
-    # positions renumbered without changing the order: not a change
+    # positions renumbered without changing the order: one metadata change (the plans differ), no move
     text = edited(("position 4", "position 14"), ("position 3", "position 13"), ("position 2", "position 12"),
                   ("position 1", "position 11"), ("position 0", "position 10"))
-    assert changes(OFFICE, text) == []
+    found = changes(OFFICE, text)
+    assert [(c.code, c.category, c.breaking) for c in found] == [("workflow.positions", "metadata", False)]
+    assert found[0].old == {"backlog": 0, "work": 1, "review": 2, "approval": 3, "done": 4}
+    assert found[0].new == {"backlog": 10, "work": 11, "review": 12, "approval": 13, "done": 14}
     # Backlog after Done: exactly one step moved
     moved = changes(OFFICE, edited(("position 0", "position 9")))
     assert [(c.code, c.step, c.old, c.new) for c in moved] == [("step.moved", "backlog", 0, 9)]
@@ -138,7 +141,8 @@ def test_actions_are_aligned_not_compared_by_index() -> None:
     assert [(c.code, c.step, c.subject) for c in found if c.code.startswith("action.")] == [
         ("action.added", "review", "queue_run")]
     # an argument changed in place: one changed action
-    text = edited(('reason: "review_started"', 'reason: "review_begun"'))
+    text = edited(('reason: "task_assigned",\n        payload: {stage_type: "review"}',
+                   'reason: "review_begun",\n        payload: {stage_type: "review"}'))
     found = [c for c in changes(OFFICE, text) if c.code.startswith("action.")]
     assert [(c.code, c.subject, c.old["index"], c.new["index"]) for c in found] == [
         ("action.changed", "queue_run_for_each_participant", 2, 2)]
@@ -232,5 +236,5 @@ def test_output_is_deterministic_and_json_ready() -> None:
     second = [c.to_json() for c in changes(OFFICE, text)]
     assert first == second
     assert json.loads(json.dumps(first)) == first
-    assert all(set(c) == {"code", "breaking", "workflow", "step", "trigger", "subject", "message", "old", "new",
-                          "source"} for c in first)
+    assert all(set(c) == {"code", "breaking", "category", "workflow", "step", "trigger", "subject", "message", "old",
+                          "new", "source", "text_diff"} for c in first)

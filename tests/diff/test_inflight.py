@@ -63,7 +63,7 @@ def test_cli_exit_1_and_each_stranded_task_named(seeded: tuple[str, dict[str, An
         assert f"`{task}`" in out
     assert "t-todo" not in out and "`t-b`" not in out
     # breaking changes come before the others, and before the stranded list
-    assert out.index("BREAKING") < out.index("\nchanges") < out.index("STRANDED")
+    assert out.index("BREAKING") < out.index("\nbehaviour") < out.index("STRANDED")
 
     code, out, _ = _run(capsys, "diff", str(old), str(new), "--store", url, "--format", "json")
     assert code == 1

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -125,12 +124,10 @@ def test_tokens() -> None:
     assert _at(d) == (1, 44, 1, 45)  # the comma before `r10`, the 21st token
 
 
-def test_tokens_of_a_long_single_line_are_counted_in_bounded_chunks() -> None:
+def test_tokens_of_a_long_single_line_are_counted_in_bounded_chunks(parser_forbidden: None) -> None:
     text = "role " + ", ".join(f"r{i}" for i in range(300_000))  # one line of 600,000 tokens
-    started = time.perf_counter()
     d = _refused(text)
     assert d.message == "the file has 600,000 tokens; the limit is 500,000"
-    assert time.perf_counter() - started < 10  # about 1 s; the bound only catches a pathological slowdown
 
 
 @pytest.mark.parametrize("expr", [
@@ -142,13 +139,11 @@ def test_tokens_of_a_long_single_line_are_counted_in_bounded_chunks() -> None:
     " ?? ".join(["1"] * 100_000),
     " or ".join(['"a" == "b"'] * 100_000),
 ])
-def test_giant_operator_chains_are_refused_before_parsing(expr: str) -> None:
+def test_giant_operator_chains_are_refused_before_parsing(expr: str, parser_forbidden: None) -> None:
     text = f"dispatch d on t {{ event agent_failure\n skip s silent when {expr} }}"
-    started = time.perf_counter()
     result = compile_source(SourceFile("chain.wf", text))
     assert [d.code for d in result.diagnostics] == ["IL003"]
     assert "chain deeper than 64 levels" in result.diagnostics[0].message
-    assert time.perf_counter() - started < 1.0
 
 
 def test_separate_expressions_do_not_add_up() -> None:

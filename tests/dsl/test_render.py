@@ -371,7 +371,9 @@ def test_sarif_content() -> None:
     assert rule["name"] == "self-transition"
     assert rule["shortDescription"]["text"] == CODES["IL503"].summary
     assert rule["defaultConfiguration"]["level"] == "warning"
-    assert rule["help"]["text"] == "See docs/diagnostics.md, section IL503 self-transition."
+    assert rule["help"]["text"] == ("IL503 self-transition: a transition to its own step does nothing. "
+                                    "`interlock explain IL503` prints its page: an example and its fix.")
+    assert "helpUri" not in rule  # none unless the caller says where the pages are
     assert rules[0]["defaultConfiguration"]["level"] == "error"
 
     err, warn = run["results"]

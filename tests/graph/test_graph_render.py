@@ -47,8 +47,13 @@ def plan(text: str) -> Plan:
 
 
 def edges_of_dot(text: str) -> list[tuple[str, str, str]]:
-    """(tail, head, attributes) of every edge line."""
-    return re.findall(r'^\s*"([^"]+)" -> "([^"]+)"(.*);$', text, re.MULTILINE)
+    """(tail, head, attributes) of every edge line but the invisible ones that keep the board order."""
+    return [e for e in re.findall(r'^\s*"([^"]+)" -> "([^"]+)"(.*);$', text, re.MULTILINE) if "style=invis" not in e[2]]
+
+
+def order_edges_of_dot(text: str) -> list[tuple[str, str]]:
+    """(tail, head) of every invisible ordering edge."""
+    return re.findall(r'^\s*"([^"]+)" -> "([^"]+)" \[style=invis, weight=10\];$', text, re.MULTILINE)
 
 
 # ---- what is drawn -----------------------------------------------------------------------------
@@ -81,16 +86,20 @@ def test_mermaid_draws_every_part() -> None:
 def test_dot_draws_every_part() -> None:
     text = render_dot(plan(OUT_OF_ORDER), direction="TB")
     assert text.startswith('digraph "w" {\n  graph [rankdir=TB,')
-    assert 'label="W"' in text.splitlines()[1]
+    # the title heads the diagram (a borderless cluster); the graph's own label is the legend, below it
+    assert '  subgraph "cluster_title" {\n    graph [label="W", labelloc=t' in text
+    assert "labelloc=b" in text.splitlines()[1] and "<b>Legend</b>" in text.splitlines()[1]
     edges = edges_of_dot(text)
     assert ("root_start", "a", "") in edges
     assert ("c", "root_end", "") in edges
     assert ("b", "c", ' [label="on_turn_complete\\nwhen quorum(reviewer, n_approve(2))\\nrequires_approval"]') in edges
+    # an arrow back to an earlier step does not push it down the board; invisible edges chain the steps in order
+    assert ("c", "b", ' [label="on_turn_start", constraint=false]') in edges
+    assert order_edges_of_dot(text) == [("a", "b"), ("b", "c")]
     pull = [e for e in edges if "dashed" in e[2]]
     assert [(t, h) for t, h, _ in pull] == [("a", "b")] and 'label="pull_from"' in pull[0][2]
     manual = [line for line in text.splitlines() if 'class="manual_move"' in line]
     assert len(manual) == 1 and manual[0].lstrip().startswith('"c" [label="C"') and "peripheries=2" in manual[0]
-    assert '"interlock_legend" [shape=plaintext' in text
 
 
 def test_a_workflow_without_terminal_steps_has_no_end_point() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from interlock.compiler.graph import node_ids
+from interlock.compiler.guard_text import expr_text
 from interlock.runtime.plan import Plan, PlanAction, PlanWorkflow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,6 +35,8 @@ def _label(trigger: str, action: PlanAction) -> str:
     if action.guard is not None:
         g = action.guard
         lines.append(f"when quorum({g.role}, {g.threshold if g.count is None else f'{g.threshold}({g.count})'})")
+    if action.when is not None:  # an expression guard, as the source writes it (checked against fmt's printer)
+        lines.append(f"when {expr_text(action.when)}")
     if action.requires_approval:
         lines.append("requires_approval")
     return "\n".join(lines)

@@ -17,7 +17,7 @@ CONSOLE = re.findall(r"```console\n(.*?)```", SECTION, re.S)
 
 def _run(tmp_path: Path, yaml_text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     (tmp_path / "triage.yml").write_text(yaml_text, encoding="utf-8")
-    code = main(["import", str(tmp_path / "triage.yml"), "-o", str(tmp_path / "triage.wf"), "--format", "concise",
+    code = main(["import", str(tmp_path / "triage.yml"), "-o", str(tmp_path / "triage.wf"), "--diagnostics-format", "concise",
                  "--color", "never"])
     out, err = capsys.readouterr()
     return code, (out + err).replace(f"{tmp_path}/", "")

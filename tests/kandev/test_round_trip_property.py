@@ -1,4 +1,6 @@
-"""Property: for any workflow the template format can carry, `import(export(x))` compiles to the plan of `x`."""
+"""Property: for any workflow the template format can carry, `import(export(x))` compiles to the plan of `x` —
+kandev today's forms included: `run_script` with its timeout and `continue_on_failure`, seats on entry, entry
+options on moves, session targets, agent tags, folded descriptions."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.kandev import comparable, compiled, export, import_clean
 
+from interlock.dsl import blockstr
 from interlock.kandev import formats as F
 
 ROLES = ["reviewer", "approver", "qa-lead"]
@@ -21,13 +24,24 @@ def q(value: str) -> str:
 
 @st.composite
 def _action(draw: st.DrawFn, trigger: str, steps: list[str]) -> str:
-    kind = draw(st.sampled_from(F.TEMPLATE_ALLOWED[trigger]))
+    kind = F.KIND_OF_TYPE[draw(st.sampled_from(F.TEMPLATE_ALLOWED[trigger]))]
     if kind in ("move_to_next", "move_to_previous", "move_to_step"):
-        out = f"move_to_step({draw(st.sampled_from(steps))})" if kind == "move_to_step" else kind
+        args = [draw(st.sampled_from(steps))] if kind == "move_to_step" else []
+        options = draw(st.sampled_from(["", f"instructions: {q(draw(text))}", "skip_step_prompt: false",
+                                        f"instructions: {q(draw(text))}, skip_step_prompt: true"]))
+        if options:
+            args.append(f"options: {{{options}}}")
+        out = f"{kind}({', '.join(args)})" if args else kind
         if trigger != "on_turn_start" and draw(st.booleans()):
             th = draw(st.sampled_from([*F.THRESHOLDS, "n_approve(2)"]))
             out += f" when quorum({draw(st.sampled_from(ROLES))}, {th})"
         return out
+    if kind == "run_script":
+        out = f"run_script(command: {q(draw(text.filter(lambda t: bool(t.strip()))))}"
+        out += f", timeout_seconds: {draw(st.integers(1, 86_400))})" if draw(st.booleans()) else ")"
+        return out + draw(st.sampled_from(["", " continue_on_failure"]))
+    if kind == "ensure_seats":
+        return f"ensure_seats(role: {draw(st.sampled_from(ROLES))})"
     if kind == "set_session_mode":
         return f"set_session_mode(mode: {q(draw(text.filter(bool)))})"
     if kind in ("queue_run", "queue_run_for_each_participant"):
@@ -64,7 +78,10 @@ def workflows(draw: st.DrawFn) -> str:
     if draw(st.booleans()):
         lines.append("  hidden")
     if draw(st.booleans()):
-        lines.append(f"  description {q(draw(text))}")
+        words = draw(st.lists(st.from_regex(r"[A-Za-z0-9.,'-]{1,10}", fullmatch=True), min_size=1, max_size=25))
+        lines.append(f"  description {q(draw(text))}" if draw(st.booleans())
+                     else "  description " + blockstr.fold(" ".join(words), "    ", draw(st.integers(30, 90))))
+    tagged = draw(st.integers(-1, n - 1))  # a tag-configured step (ADR 0043): no profile, never a session target
     for i, sid in enumerate(ids):
         items = [f"position {positions[i]}"]
         if i == start:
@@ -82,8 +99,13 @@ def workflows(draw: st.DrawFn) -> str:
             items.append(f"prompt {q(draw(text))}")
         if draw(st.booleans()):
             items.append(f"auto_archive_after_hours {draw(st.integers(0, 500))}")
-        if draw(st.booleans()):
+        if i == tagged:
+            items.append(f"agent_tag {q(draw(text.filter(lambda t: bool(t.strip()))))}")
+        elif draw(st.booleans()):
             items.append(f"agent_profile {q(draw(text.filter(bool)))}")
+        targets = ["initial", *(f"step({other})" for j, other in enumerate(ids) if j != tagged)]
+        if draw(st.booleans()):
+            items.append(f"session_target {draw(st.sampled_from(targets))}")
         for trigger in draw(st.lists(st.sampled_from(F.TRIGGERS), max_size=3, unique=True)):
             acts = draw(st.lists(_action(trigger, ids), min_size=1, max_size=3))
             items.append(f"on {trigger} {{\n      " + "\n      ".join(acts) + "\n    }")

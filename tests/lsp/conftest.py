@@ -24,6 +24,7 @@ class Session:
     encoding: str
     published: list[lsp.PublishDiagnosticsParams] = field(default_factory=list)
     versions: dict[str, int] = field(default_factory=dict)
+    capabilities: lsp.ServerCapabilities | None = None
 
     def open(self, path: Path, text: str | None = None) -> str:
         uri = path.resolve().as_uri()
@@ -83,6 +84,7 @@ async def session(profile: str = "visual-studio-code", encoding: str | None = No
             capabilities=capabilities, root_uri=None if root is None else root.as_uri(), process_id=None,
             workspace_folders=None if root is None else [lsp.WorkspaceFolder(uri=root.as_uri(), name=root.name)]))
         state.encoding = str(result.capabilities.position_encoding or "utf-16")
+        state.capabilities = result.capabilities
         yield state
         await client.shutdown_session()
     except BaseException:

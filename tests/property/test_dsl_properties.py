@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ from interlock.dsl import SourceFile, ir, parse_source
 from interlock.dsl.printer import format_module
 from interlock.dsl.render import render_concise
 from interlock.dsl.source import Span
-from interlock.runtime.plan import PLAN_VERSION, Plan, PlanError, dump_plan, load_plan, plan_digest
+from interlock.runtime.plan import PLAN_VERSION, Plan, PlanError, dump_plan, load_plan, seal_digests
 
 # ---- helpers -------------------------------------------------------------------------------------
 
@@ -52,8 +51,8 @@ def strip_spans(obj: Any) -> Any:
     if isinstance(obj, dict):
         if obj.keys() == _SPAN_KEYS:
             return "<span>"
-        # `block`: whether a string was written as a block string, layout the printer may change (ADR 0033)
-        return {k: strip_spans(v) for k, v in obj.items() if k not in ("span", "block")}
+        # `block`, `folded`: how a string was written, layout the printer may change (ADR 0033, ADR 0043)
+        return {k: strip_spans(v) for k, v in obj.items() if k not in ("span", "block", "folded")}
     if isinstance(obj, (list, tuple)):
         return [strip_spans(v) for v in obj]
     return obj
@@ -109,10 +108,10 @@ def test_shipped_files_round_trip(path: Path) -> None:
 
 
 def _plan_body(plan: Plan) -> Any:
-    """A plan without source positions (formatting moves lines) or the digest over them."""
+    """A plan without source positions (formatting moves lines) or the layout digest over them."""
     def strip(obj: Any) -> Any:
         if isinstance(obj, dict):
-            return {k: strip(v) for k, v in obj.items() if k not in ("source", "digest")}
+            return {k: strip(v) for k, v in obj.items() if k not in ("source", "digest", "layout_digest")}
         if isinstance(obj, list):
             return [strip(v) for v in obj]
         return obj
@@ -207,27 +206,22 @@ def _nested(n: int) -> Iterator[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("n", [65, 1000, 100_000])
-def test_deep_nesting_is_refused_quickly(n: int) -> None:
+def test_deep_nesting_is_refused_before_parsing(n: int, parser_forbidden: None) -> None:
     for what, text in _nested(n):
-        started = time.perf_counter()
         result = compile_source(SourceFile("deep.wf", text))
-        elapsed = time.perf_counter() - started
         check_result(result)
         assert [d.code for d in result.diagnostics] == ["IL003"], what
-        assert elapsed < 2.0, (what, elapsed)
 
 
 @pytest.mark.parametrize("op", ["??", "or", "and"])
 @pytest.mark.parametrize("n", [66, 2000])
-def test_long_operator_chains_are_refused(op: str, n: int) -> None:
-    # a left-associative chain is flat in the parse tree but n deep in the IR
+def test_long_operator_chains_are_refused(op: str, n: int, parser_forbidden: None) -> None:
+    # a left-associative chain is flat in the parse tree but n deep in the IR: the prescan counts it
     chain = f" {op} ".join(["event.user_initiated"] * n)
     text = f"trigger t\ndispatch d on t {{ event agent_failure\n skip s silent when {chain} }}"
-    started = time.perf_counter()
     result = compile_source(SourceFile("chain.wf", text))
     check_result(result)
     assert [d.code for d in result.diagnostics] == ["IL003"]
-    assert time.perf_counter() - started < 5.0
 
 
 def test_chain_at_the_limit_compiles() -> None:
@@ -370,7 +364,7 @@ def test_tampered_plans_raise_plan_error(case: tuple[str, str]) -> None:
     except ValueError:
         return
     if isinstance(data, dict):
-        data["digest"] = plan_digest(data)
+        data.update(seal_digests(data))
         _load_or_plan_error(json.dumps(data))
 
 

@@ -112,23 +112,15 @@ def test_formatting_is_idempotent_and_keeps_the_tokens(text: str) -> None:
 
 
 def plan_shape(text: str) -> dict[str, Any]:
-    """The compiled plan as data, without its digest and without source positions."""
+    """The compiled plan's meaning as data: what its digest covers, source positions and digests left out."""
     import json
+
+    from interlock.runtime.plan import plan_layout
 
     result = compile_source(SourceFile("gen.wf", text))
     assert result.plan is not None, [d.message for d in result.diagnostics]
-    data = json.loads(dump_plan(result.plan))
-
-    def strip(obj: Any) -> Any:
-        if isinstance(obj, dict):
-            if set(obj) == {"file", "line", "col"}:
-                return "<source>"
-            return {k: strip(v) for k, v in obj.items() if k != "digest"}
-        if isinstance(obj, list):
-            return [strip(v) for v in obj]
-        return obj
-
-    return strip(data)  # type: ignore[no-any-return]
+    meaning: dict[str, Any] = plan_layout(json.loads(dump_plan(result.plan)))[0]
+    return meaning
 
 
 @given(valid_programs())

@@ -39,8 +39,8 @@ assert PLAN is not None
 
 TASKS = ("T1", "T2")
 STEPS = ("backlog", "work", "review", "approval", "done")
-SEATS = {"review": ("reviewer", ("rev-a", "rev-b"), "review_started"),
-         "approval": ("approver", ("appr-1",), "approval_started")}
+SEATS = {"review": ("reviewer", ("rev-a", "rev-b"), "task_assigned"),
+         "approval": ("approver", ("appr-1",), "task_assigned")}
 DECIDERS = (("rev-a", "reviewer"), ("rev-b", "reviewer"), ("appr-1", "approver"), ("outsider", "reviewer"))
 DISPATCH = {step.id: tuple(a.kind for a in step.entry_dispatch) for step in PLAN.workflow("office_default").steps}
 

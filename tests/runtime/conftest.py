@@ -9,11 +9,19 @@ tests/stores/conftest.py, an unreachable server skips the PostgreSQL cases, exce
 
 Tests get helpers through fixtures (`harness`, `backend`), never through imports: the
 suite runs in pytest's importlib mode without package `__init__` files.
+
+A module marked `pytestmark = pytest.mark.async_runtime` runs each of its harness tests twice: with
+a `Runtime`, and with an `AsyncRuntime` driven through an event loop on a thread of its own behind
+a facade with `Runtime`'s synchronous methods (`SyncFacade`); the host kinds are then `async def`
+executors and the loaders `async def` loaders, run on that loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import inspect
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +33,7 @@ import sqlalchemy as sa
 from interlock.compiler import compile_source
 from interlock.dsl import SourceFile
 from interlock.runtime import ActionContext, ActionFailed, ExecutorRegistry, ListSink, Runtime, StaticDirectory
+from interlock.runtime.aio import AsyncExecutorRegistry, AsyncRuntime
 from interlock.runtime.builtins import register_builtins
 from interlock.runtime.plan import Plan
 from interlock.runtime.records import Record
@@ -138,6 +147,7 @@ class Call:
     payload: dict[str, Any]
     args: dict[str, Any]
     description: str
+    attempt: int = 1
 
 
 class Recorder:
@@ -170,7 +180,7 @@ class Recorder:
         def run(args: Mapping[str, Any], ctx: ActionContext) -> Any:
             self.calls.append(Call(kind, ctx.task.id, ctx.step_id, ctx.trigger, ctx.entry_id, ctx.operation_id,
                                    ctx.session_id, ctx.idempotency_key, dict(ctx.payload), dict(args),
-                                   ctx.task.description))
+                                   ctx.task.description, ctx.attempt))
             queue = self._fail.get(kind)
             if queue:
                 mode, _, error = queue.pop(0).partition(":")
@@ -186,23 +196,93 @@ class Recorder:
 
         return run
 
+    def async_executor(self, kind: str) -> Callable[[Mapping[str, Any], ActionContext], Any]:
+        """`executor(kind)` as an `async def` executor (run on the event loop); a kind with a hook runs off the loop,
+        as a host's blocking code would (its hook may call back into the runtime)."""
+        run = self.executor(kind)
+
+        async def run_async(args: Mapping[str, Any], ctx: ActionContext) -> Any:
+            if kind in self._hooks:
+                return await asyncio.to_thread(run, args, ctx)
+            return run(args, ctx)
+
+        return run_async
+
 
 HOST_KINDS = ("enable_plan_mode", "reset_agent_context", "set_session_mode", "disable_plan_mode", "auto_start_agent",
               "run_code_review", "set_workflow_data", "create_child_task", "switch_workflow")
 
 
-def registry(recorder: Recorder, *, host: Sequence[str] = HOST_KINDS, missing: Sequence[str] = ()) -> ExecutorRegistry:
-    """Builtins (wrapped, still transactional) and recording host executors for `host` kinds."""
-    reg = ExecutorRegistry()
+def registry(recorder: Recorder, *, host: Sequence[str] = HOST_KINDS, missing: Sequence[str] = (),
+             asynchronous: bool = False) -> ExecutorRegistry:
+    """Builtins (wrapped, still transactional) and recording host executors for `host` kinds (`asynchronous`:
+    `async def` ones, in an `AsyncExecutorRegistry`)."""
+    reg = AsyncExecutorRegistry() if asynchronous else ExecutorRegistry()
     builtins = register_builtins(ExecutorRegistry())
     for kind in builtins.kinds():
         inner = builtins.get(kind)
         reg.register(kind, recorder.executor(kind, inner), transactional=True)
     for kind in host:
-        reg.register(kind, recorder.executor(kind))
+        reg.register(kind, recorder.async_executor(kind) if asynchronous else recorder.executor(kind))
     for kind in missing:
         reg.unregister(kind)
     return reg
+
+
+# ---- AsyncRuntime behind the synchronous API ---------------------------------------------------------------
+
+class LoopThread:
+    """An event loop running on a thread of its own (the host's loop, for an `AsyncRuntime`)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="test-loop", daemon=True)
+        self.thread.start()
+
+    def run(self, coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+
+
+class SyncFacade:
+    """`Runtime`'s synchronous API over an `AsyncRuntime`: each coroutine method is awaited on the loop thread (the
+    caller waits for it); everything else is the `AsyncRuntime`'s, or its core's."""
+
+    def __init__(self, art: AsyncRuntime, loop: LoopThread) -> None:
+        object.__setattr__(self, "_art", art)
+        object.__setattr__(self, "_loop", loop)
+
+    def __getattr__(self, name: str) -> Any:
+        art = self._art
+        attr = getattr(art, name) if hasattr(type(art), name) else getattr(art.runtime, name)
+        if inspect.iscoroutinefunction(attr):
+            return lambda *args, **kwargs: self._loop.run(attr(*args, **kwargs))
+        return attr
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._art if hasattr(type(self._art), name) else self._art.runtime, name, value)
+
+
+def async_loader(fn: Callable[[Any, Mapping[str, Any]], Any]) -> Callable[[Any, Mapping[str, Any]], Any]:
+    async def load(argument: Any, event: Mapping[str, Any]) -> Any:
+        return fn(argument, event)
+
+    return load
+
+
+@pytest.fixture()
+def flavour(request: pytest.FixtureRequest) -> str:
+    """`sync` (a `Runtime`), or `async` (an `AsyncRuntime` behind `SyncFacade`) in modules marked `async_runtime`."""
+    return str(getattr(request, "param", "sync"))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "flavour" in metafunc.fixturenames and metafunc.definition.get_closest_marker("async_runtime"):
+        metafunc.parametrize("flavour", ["sync", "async"], indirect=True)
 
 
 # ---- the harness ------------------------------------------------------------------------------
@@ -210,8 +290,10 @@ def registry(recorder: Recorder, *, host: Sequence[str] = HOST_KINDS, missing: S
 class Harness:
     """A plan, a backend, a recorder and a record sink, and runtimes built over them."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, flavour: str = "sync") -> None:
         self.backend = backend
+        self.flavour = flavour
+        self.loop: LoopThread | None = None
         self.recorder = Recorder()
         self.sink = ListSink()
         self.plan: Plan | None = None
@@ -236,12 +318,34 @@ class Harness:
     def _build(self) -> Runtime:
         assert self.plan is not None
         kw = self._kw
-        rt = Runtime(self.plan, self.store, executors=registry(self.recorder, host=kw["host"], missing=kw["missing"]),
-                     loaders=kw["loaders"], directory=kw["directory"], sinks=[self.sink], host=kw["host_flags"],
-                     executor_timeout=10.0, session_live=kw["session_live"])
+        asynchronous = self.flavour == "async"
+        options = {"directory": kw["directory"], "sinks": [self.sink], "host": kw["host_flags"],
+                   "executor_timeout": 10.0, "session_live": kw["session_live"]}
+        executors = registry(self.recorder, host=kw["host"], missing=kw["missing"], asynchronous=asynchronous)
+        built = len(self.sink.records)
+        rt: Any
+        if asynchronous:
+            if self.loop is None:
+                self.loop = LoopThread()
+            loaders = {name: async_loader(fn) for name, fn in (kw["loaders"] or {}).items()}
+            rt = SyncFacade(AsyncRuntime(self.plan, self.store, executors=executors, loaders=loaders, **options),
+                            self.loop)
+        else:
+            rt = Runtime(self.plan, self.store, executors=executors, loaders=kw["loaders"], **options)
+        # the construction's `runtime_misconfigured` warning (missing kinds, no loaders) is tests/runtime/
+        # test_fail_fast.py's subject: the behaviour tests look at what deliveries record
+        self.sink.records[built:] = [r for r in self.sink.records[built:]
+                                     if r.fields.get("code") != "runtime_misconfigured"]
         self.rt = rt
         self.runtimes.append(rt)
-        return rt
+        return rt  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        for rt in self.runtimes:
+            if isinstance(rt, SyncFacade):
+                rt.aclose()  # awaited on the loop by the facade
+        if self.loop is not None:
+            self.loop.close()
 
     def restart(self) -> Runtime:
         """A new runtime over the reopened store (a process restart); same recorder and sink."""
@@ -273,11 +377,15 @@ class Harness:
 
 
 @pytest.fixture()
-def harness(backend: Backend) -> Harness:
-    return Harness(backend)
+def harness(backend: Backend, flavour: str) -> Iterator[Harness]:
+    h = Harness(backend, flavour)
+    yield h
+    h.close()
 
 
 @pytest.fixture()
-def memory_harness() -> Harness:
+def memory_harness(flavour: str) -> Iterator[Harness]:
     """A harness on the memory store only (for behaviour that does not depend on the store)."""
-    return Harness(Backend("memory", None, MemoryStore()))
+    h = Harness(Backend("memory", None, MemoryStore()), flavour)
+    yield h
+    h.close()

@@ -9,8 +9,12 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from interlock.runtime import TaskState
 from interlock.runtime.store import Decision, Store
+
+pytestmark = pytest.mark.async_runtime  # each harness test runs with a Runtime and an AsyncRuntime
 
 GATES = """
 workflow g "G" {
@@ -62,7 +66,7 @@ def test_agent_decisions_move_the_task_by_compare_and_swap(harness: Any) -> None
     assert (row.from_step_id, row.to_step_id, row.route) == ("review", "approval", "decision")
     assert (row.actor_kind, row.actor_id, row.session_id) == ("agent", "rev-b", None)
     assert h.store.entry_record(row.id) is not None
-    assert h.runs("T") == [("T", "appr-1", "approval_started")]
+    assert h.runs("T") == [("T", "appr-1", "task_assigned")]
 
 
 def test_user_decision_without_a_session_re_evaluates(harness: Any) -> None:
@@ -167,7 +171,7 @@ def test_decision_from_someone_without_a_seat_is_stored_and_ignored(harness: Any
 
 
 def test_office_round_trip(harness: Any) -> None:
-    """Fact 53: Work -> Review (2 review_started runs) -> both approve -> Approval (1 approval_started
+    """Fact 53: Work -> Review (2 task_assigned runs) -> both approve -> Approval (1 task_assigned
     run) -> approver approves -> Done; one entry per arrival, each run queued once."""
     h = harness
     rt = office(h, step=None)
@@ -175,15 +179,15 @@ def test_office_round_trip(harness: Any) -> None:
     assert created.entry is not None and created.entry.attempted == ()
     fired = rt.fire("on_turn_complete", "T", session_id="S1", operation_id="turn:1")
     assert fired.arrival is not None and fired.arrival.to_step == "review"
-    assert sorted(h.runs("T")) == [("T", "rev-a", "review_started"), ("T", "rev-b", "review_started")]
+    assert sorted(h.runs("T")) == [("T", "rev-a", "task_assigned"), ("T", "rev-b", "task_assigned")]
     rt.record_decision("T", agent="rev-a", role="reviewer", verdict="approved")
     assert step_of(h.store) == "review"
     rt.record_decision("T", agent="rev-b", role="reviewer", verdict="approved")
     assert step_of(h.store) == "approval"
     rt.record_decision("T", agent="appr-1", role="approver", verdict="approved")
     assert step_of(h.store) == "done"
-    assert sorted(h.runs("T")) == [("T", "appr-1", "approval_started"), ("T", "rev-a", "review_started"),
-                                   ("T", "rev-b", "review_started")]
+    assert sorted(h.runs("T")) == [("T", "appr-1", "task_assigned"), ("T", "rev-a", "task_assigned"),
+                                   ("T", "rev-b", "task_assigned")]
     rows = h.store.ledger("T")
     assert [(r.route, r.to_step_id) for r in rows] == [
         ("creation", "work"), ("engine_transition", "review"), ("decision", "approval"), ("decision", "done")]
@@ -202,7 +206,7 @@ def test_office_rejection_and_reentry(harness: Any) -> None:
     rt.fire("on_turn_complete", "T", session_id="S1", operation_id="turn:2")
     assert step_of(h.store) == "review"
     assert h.store.decisions("T", "review") == []  # cleared on the new entry
-    assert sorted(h.runs("T")) == sorted([("T", "rev-a", "review_started"), ("T", "rev-b", "review_started")] * 2)
+    assert sorted(h.runs("T")) == sorted([("T", "rev-a", "task_assigned"), ("T", "rev-b", "task_assigned")] * 2)
     rt.record_decision("T", agent="rev-b", role="reviewer", verdict="approved")
     assert step_of(h.store) == "review"  # the old rejection no longer counts, and 1 of 2 approved
     rt.record_decision("T", agent="rev-a", role="reviewer", verdict="approved")
@@ -223,7 +227,7 @@ def test_recover_re_evaluates_a_decision_stored_before_a_crash(harness: Any) -> 
     assert step_of(h.store) == "approval"
     (row,) = h.store.ledger("T")
     assert (row.route, row.actor_kind, row.actor_id) == ("decision", "agent", "rev-b")
-    assert h.runs("T") == [("T", "appr-1", "approval_started")]
+    assert h.runs("T") == [("T", "appr-1", "task_assigned")]
     assert h.store.unevaluated_decisions() == []
     again = rt.recover()
     assert again.decisions == () and again.dispatched == 0 and len(h.store.ledger("T")) == 1

@@ -11,11 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support import conc_flaky as flaky_mod
 
 from interlock.compiler import compile_source
 from interlock.dsl import SourceFile
-from interlock.runtime import StoreError
 from interlock.runtime.store import Store
+
+pytestmark = pytest.mark.async_runtime  # each harness test runs with a Runtime and an AsyncRuntime
 
 FLOW = """
 workflow flow "Flow" {
@@ -421,59 +423,57 @@ def test_recover_runs_only_positions_without_a_marker(harness: Any) -> None:
     assert record.failed == (("run_code_review", "host said no"),)
 
 
-def test_recover_does_not_rerun_a_position_a_crash_left_in_progress(harness: Any) -> None:
-    """A host executor was claimed and the process died before it finished: its outcome is unknown,
-    so the sweep does not run it again and records why."""
+def test_recover_runs_again_a_host_position_a_crash_left_in_progress_with_its_key_and_the_next_attempt(
+        harness: Any) -> None:
+    """A host executor's marker was started and the process died before it finished: its outcome is unknown.  The
+    sweep calls it again — the same idempotency key, the next attempt — and records the entry without a failure
+    (docs/runtime.md §7: host actions are at least once with a stable key, never silently lost)."""
     h = harness
     h.start(FLOW)
     h.seat("review", "reviewer", "rev-a")
     put(h.store, "T", "flow", "todo")
     crashed = h.rt.move("T", "review", dispatch=False)
-    assert h.plan is not None
+    assert h.plan is not None and crashed.ledger_id is not None
     position = {a.kind: a.position for a in h.plan.workflow("flow").steps[1].entry_dispatch}
-    assert h.store.claim_marker(crashed.ledger_id, position["run_code_review"], "run_code_review")
+    started = h.store.start_marker(crashed.ledger_id, position["run_code_review"], "run_code_review")
+    assert started.attempt == 1
     rt = h.restart()
     assert rt.recover().dispatched == 1
-    assert "run_code_review" not in h.recorder.kinds()
+    (call,) = h.recorder.of("run_code_review")
+    assert call.key == f"entry:{crashed.ledger_id}:{position['run_code_review']}:run_code_review"
+    assert call.attempt == 2 and call.entry_id == crashed.ledger_id
     record = h.store.entry_record(crashed.ledger_id)
-    assert record is not None and [k for k, _ in record.failed] == ["run_code_review"]
-    assert "in progress" in record.failed[0][1]
+    assert record is not None and record.attempted == REVIEW_DISPATCH and record.failed == ()
+    assert h.store.markers(crashed.ledger_id)[position["run_code_review"]].state == "done"
 
 
-class _FailFirstRecord:
-    """A store whose first `record_entry` fails: the process died after the actions, before the record."""
-
-    def __init__(self, inner: Store) -> None:
-        self._inner = inner
-        self.failed = False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def record_entry(self, record: Any) -> bool:
-        if not self.failed:
-            self.failed = True
-            raise StoreError("connection lost")
-        return self._inner.record_entry(record)
-
-
-def test_entry_interrupted_before_its_record_is_finished_by_recover_without_rerunning(harness: Any) -> None:
+def test_entry_interrupted_before_its_record_is_finished_by_recover_store_backed_actions_once(harness: Any) -> None:
+    """The store fails as the entry's last transaction commits its record: that transaction is undone (the host
+    call's marker finish and the store-backed actions after it), the entry is incomplete, and `recover` finishes it:
+    the interrupted host call again with its key and the next attempt, each store-backed action once in all."""
     h = harness
     h.start(FLOW)
     h.seat("review", "reviewer", "rev-a")
     put(h.store, "T", "flow", "todo")
-    h.backend.store = _FailFirstRecord(h.store)
+    flaky = flaky_mod.FlakyStore(h.store)
+    h.backend.store = flaky
     rt = h._build()
+    flaky.fail_on("record_entry")
     result = rt.move("T", "review", session_id="S1")
+    flaky.heal()
     assert result.entry is not None and result.entry.status == "incomplete"
     (error,) = h.records("error")
     assert error.fields["task"] == "T" and error.fields["entry_id"] == result.ledger_id
-    calls, runs = h.recorder.kinds(), h.runs()
-    assert calls == list(REVIEW_DISPATCH)
+    assert h.recorder.kinds() == list(REVIEW_DISPATCH)
+    assert h.runs() == []  # queued in the transaction that was undone
     assert rt.recover().dispatched == 1
-    assert h.recorder.kinds() == calls and h.runs() == runs  # every position had its marker
+    assert h.recorder.kinds() == [*REVIEW_DISPATCH, *REVIEW_DISPATCH[1:]]  # clear_decisions had committed
+    first, again = h.recorder.of("run_code_review")
+    assert first.key == again.key and (first.attempt, again.attempt) == (1, 2)
+    assert sorted(h.runs()) == [("T", "primary", "review_entered"), ("T", "rev-a", "review_started")]
     record = h.store.entry_record(result.ledger_id)
     assert record is not None and record.attempted == REVIEW_DISPATCH and record.failed == ()
+    assert rt.recover().dispatched == 0
 
 
 # ---- workflow switch: one dispatcher ---------------------------------------------------------------

@@ -16,6 +16,8 @@ import pytest
 from interlock.runtime import RuntimeFault, TaskState
 from interlock.runtime.store import Participant
 
+pytestmark = pytest.mark.async_runtime  # each harness test runs with a Runtime and an AsyncRuntime
+
 PLAN_AND_BUILD = """
 workflow pb "Plan & Build" {
   step plan "Plan" {

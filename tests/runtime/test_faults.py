@@ -13,7 +13,6 @@ import json
 import shutil
 import sqlite3
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -36,7 +35,7 @@ from interlock.runtime.errors import (
     UnknownWorkflowError,
 )
 from interlock.runtime.executors import ActionContext, ExecutorRegistry
-from interlock.runtime.plan import PlanError, load_plan, plan_digest
+from interlock.runtime.plan import PlanError, load_plan, seal_digests
 from interlock.runtime.records import ListSink
 from interlock.runtime.results import EntryResult
 from interlock.runtime.store import Decision, Participant, Store, StoreError, TaskState
@@ -217,12 +216,10 @@ def test_an_executor_hanging_past_the_timeout_fails_and_the_call_returns_promptl
     seed(store, "T1")
     rt, _ = make_runtime(store, {"ensure_seats": hang}, timeout=0.2)
     try:
-        started = time.monotonic()
+        # the executor is released only afterwards: the move can return only through the executor timeout
         result = within(10, lambda: rt.move("T1", "review", session_id="S1"))
-        elapsed = time.monotonic() - started
     finally:
         release.set()
-    assert elapsed < 3.0, elapsed
     assert result.entry.status == "dispatched"
     assert result.entry.failed == (("ensure_seats", "executor timed out after 0.2s"),)
     assert len(store.runs("T1")) == 2
@@ -329,7 +326,7 @@ def _edited(mutate: Callable[[dict[str, Any]], None], *, redigest: bool) -> str:
     data = json.loads(work.plan_text())
     mutate(data)
     if redigest:
-        data["digest"] = plan_digest(data)
+        data.update(seal_digests(data))
     return json.dumps(data)
 
 
@@ -338,7 +335,7 @@ def _step(data: dict[str, Any], step_id: str) -> dict[str, Any]:
 
 
 BAD_PLANS: dict[str, tuple[Callable[[], str | bytes], str]] = {
-    "version-2": (lambda: _edited(lambda d: d.update(plan_version=2), redigest=True), "plan version 2 is not supported"),
+    "version-99": (lambda: _edited(lambda d: d.update(plan_version=99), redigest=True), "plan version 99 is not supported"),
     "no-version": (lambda: _edited(lambda d: d.pop("plan_version"), redigest=True),
                    "plan version None is not supported"),
     "truncated": (lambda: work.plan_text()[: len(work.plan_text()) // 2], "plan is not valid JSON"),
@@ -403,10 +400,6 @@ BAD_REQUESTS: dict[str, tuple[Callable[[Runtime], Any], type[Exception], str]] =
                                                       operation_id="op1"), PayloadError, "no payload field `bogus`"),
     "fire-entry-trigger": (lambda rt: rt.fire("on_enter", "T1", operation_id="op1"), RuntimeFault,
                            "is the entry trigger"),
-    "fire-task-at-unknown-step": (lambda rt: rt.fire("on_comment", "GHOST", payload=COMMENT, operation_id="op1"),
-                                  UnknownStepError, "has no step `ghost`"),
-    "fire-task-in-unknown-workflow": (lambda rt: rt.fire("on_comment", "ALIEN", payload=COMMENT, operation_id="op1"),
-                                      UnknownWorkflowError, "workflow `kanban` is not in the plan"),
     "fire-task-at-no-step": (lambda rt: rt.fire("on_comment", "LOOSE", payload=COMMENT, operation_id="op1"),
                              UnknownStepError, "is at no step"),
     "move-unknown-task": (lambda rt: rt.move("NOPE", "review"), UnknownTaskError, "no task `NOPE`"),
@@ -425,8 +418,6 @@ BAD_REQUESTS: dict[str, tuple[Callable[[Runtime], Any], type[Exception], str]] =
     "decide-nobody": (lambda rt: rt.record_decision("T1", verdict="approved"), RuntimeFault, "exactly one of"),
     "decide-both": (lambda rt: rt.record_decision("T1", verdict="approved", agent="a", user="u", role="reviewer"),
                     RuntimeFault, "exactly one of"),
-    "decide-task-at-unknown-step": (lambda rt: rt.record_decision("GHOST", verdict="approved", user="u1"),
-                                    UnknownStepError, "has no step `ghost`"),
     "redeliver-unknown-entry": (lambda rt: rt.dispatch_entry(999_999), RuntimeFault, "no ledger row 999999"),
     "unknown-sequence": (lambda rt: rt.dispatch("nope", {"task_id": "T1"}), RuntimeFault,
                          "no dispatch sequence `nope`"),
@@ -453,6 +444,40 @@ def test_a_bad_request_raises_its_fault_and_writes_nothing(sqlite_store: SqlStor
     assert isinstance(info.value, RuntimeFault)
     assert dump(sqlite_store) == before
     assert [r for r in sink.records if r.kind in ("arrival", "entry", "effect")] == []
+
+
+STRANDED: dict[str, Callable[[Runtime], Any]] = {
+    "fire-task-at-unknown-step": lambda rt: rt.fire("on_comment", "GHOST", payload=COMMENT, operation_id="op1"),
+    "fire-task-in-unknown-workflow": lambda rt: rt.fire("on_comment", "ALIEN", payload=COMMENT, operation_id="op1"),
+    "decide-task-at-unknown-step": lambda rt: rt.record_decision("GHOST", verdict="approved", user="u1"),
+    "dispatch-task-at-unknown-step": lambda rt: rt.dispatch("agent_error", {
+        "task_id": "GHOST", "session_id": "S1", "execution_id": "E1", "agent_profile_id": "",
+        "error_message": "boom", "user_initiated": False}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STRANDED))
+def test_a_delivery_for_a_task_on_a_step_the_plan_lacks_is_stranded_and_writes_nothing(
+        sqlite_store: SqlStore, case: str) -> None:
+    """docs/runtime.md §6: changes nothing, returns `stranded`, and a `task_stranded` warning names the task, its step
+    and the plan revision (never silent, never an exception the host has to tell from its own mistakes)."""
+    _bad_request_store(sqlite_store)
+    rt, sink = make_runtime(sqlite_store)
+    rt.loaders.update({"session": lambda _arg, _event: {"id": "S1", "task_id": "GHOST", "agent_profile_id": "p",
+                                                        "state": "failed"},
+                       "task": lambda arg, _event: {"id": arg, "workflow_id": "x", "workflow_step_id": "ghost",
+                                                    "description": "", "is_from_office": False,
+                                                    "is_ephemeral": False, "archived": False,
+                                                    "other_working_session": ""}})
+    before = dump(sqlite_store)
+    result = STRANDED[case](rt)
+    status = getattr(result, "result", None) or ("stranded" if getattr(result, "stranded", False) else result)
+    assert status == "stranded", result
+    assert dump(sqlite_store) == before
+    (warning,) = [r for r in sink.records if r.fields.get("code") == "task_stranded"]
+    task = "ALIEN" if "workflow" in case else "GHOST"
+    assert warning.fields["task"] == task and warning.fields["revision"] == rt.digest
+    assert warning.fields["step"] == sqlite_store.get_task(task).step_id  # type: ignore[union-attr]
 
 
 BAD_PAYLOADS: dict[str, tuple[str, Any]] = {
@@ -503,7 +528,7 @@ def _check_incomplete_then_recover(store: Store, rt: Runtime, sink: ListSink, en
     record = store.entry_record(ledger_id)
     assert record is not None and record.attempted == ENTRY_KINDS and record.failed == ()
     assert sorted(r.agent for r in store.runs(task)) == list(REVIEWERS)
-    assert {p: m.state for p, m in store.markers(ledger_id).items()} == {0: "done", 1: "done", 2: "done"}
+    assert store.markers(ledger_id) == {}  # one transaction: its record is the marker of every position
     assert [d.decider_id for d in store.decisions(task, "review")] == (["rev-a"] if cleared_before else [])
     # exactly once: nothing left for a second sweep or a redelivery
     assert rt.recover().dispatched == 0
@@ -513,21 +538,19 @@ def _check_incomplete_then_recover(store: Store, rt: Runtime, sink: ListSink, en
 
 
 ENTRY_FAILURES: dict[str, tuple[str, int]] = {  # case: (store method that fails, calls of it let through first)
-    "markers": ("markers", 0),  # the entry's first reads
-    "entry_record": ("entry_record", 0),
     "get_task": ("get_task", 1),  # (the first is move()'s own)
-    "begin-position-0": ("unit", 0),  # a transaction cannot begin
-    "begin-position-2": ("unit", 2),
-    "claim_marker": ("claim_marker", 0),
+    "begin": ("unit", 0),  # the entry's transaction cannot begin
+    "savepoint-position-1": ("unit", 2),  # (the second `unit` is position 0's savepoint)
     "clear_decisions": ("clear_decisions", 0),  # an effect of ours
     "participants-position-1": ("participants", 0),
     "participants-position-2": ("participants", 1),
     "first-run": ("enqueue_run", 0),
     "second-run": ("enqueue_run", 1),  # the first reviewer's run is written, the second fails
-    "finish-position-0": ("finish_marker", 0),
-    "finish-position-2": ("finish_marker", 2),
     "record_entry": ("record_entry", 0),  # every effect done, the record fails
 }
+"""An entry whose actions are all store-backed is one transaction (ADR 0036): wherever the store fails, all of it is
+undone, and `recover` runs it again whole.  (Entries that call host executors span transactions: their faults are
+in tests/runtime/test_at_least_once.py.)"""
 
 
 @pytest.mark.parametrize("case", list(ENTRY_FAILURES))
@@ -590,8 +613,8 @@ def test_a_store_failing_inside_an_atomic_arrival_keeps_the_step_change_and_disp
     retried = [e for e in errors_of(sink) if e.get("code") == "arrival_retried"]
     assert len(retried) == 1 and "injected" in retried[0]["message"], errors_of(sink)
     assert (retried[0]["task"], retried[0]["session"]) == ("T1", "S1")
-    # entered after the commit, so with a marker per position
-    assert {p: m.state for p, m in store.markers(result.ledger_id).items()} == {0: "done", 1: "done", 2: "done"}
+    # entered after the commit, in one transaction of its own (its record is the marker of every position)
+    assert store.markers(result.ledger_id) == {}
     _check_dispatched_once(flaky, rt, result, "T1")
 
 
@@ -682,8 +705,8 @@ def test_an_atomic_arrival_whose_commit_reports_a_failure(durable_store: Store, 
     assert [e.fields["kind"] for e in effects] == ["clear_decisions", *["queue_run_for_each_participant"] * 2]
     snap = rt.counters.snapshot()
     assert (snap["arrivals"], snap["entries_dispatched"], snap["effects"]) == (1, 1, 3)
-    markers = store.markers(result.ledger_id)  # type: ignore[arg-type]
-    assert (markers == {}) == committed  # committed: in its arrival's transaction; else entered after the commit
+    # committed: in its arrival's transaction; else entered after the commit, in one transaction of its own
+    assert store.markers(result.ledger_id) == {}  # type: ignore[arg-type]
     _check_dispatched_once(store, rt, result, "T1")
 
 
@@ -780,8 +803,7 @@ def test_a_store_failing_in_the_savepoint_run_of_an_atomic_arrival_keeps_the_ste
     assert result.entry.failed == (("ensure_seats", "no seat today"),)
     assert len(calls) == 2  # once in the undone transaction, once in the entry after the step change's commit
     assert [(r.from_step_id, r.to_step_id) for r in store.ledger("T1")] == [("work", "review")]
-    assert {p: m.state for p, m in store.markers(result.ledger_id).items()} == {  # type: ignore[arg-type]
-        0: "done", 1: "failed", 2: "done"}
+    assert store.markers(result.ledger_id) == {}  # type: ignore[arg-type]  # entered in one transaction
     assert sorted(r.agent for r in store.runs("T1")) == list(REVIEWERS)
     assert rt.counters.snapshot()["executor_failures"] == 1
 
@@ -912,7 +934,7 @@ def test_both_arrival_shapes_give_the_same_results_records_and_counters(tmp_path
 def test_an_atomic_arrival_commits_the_step_change_with_its_entry(sqlite_path: Path, atomic: bool) -> None:
     """ADR 0010: while an atomic arrival's entry runs, another connection still sees the task at its old step
     (nothing has committed), and no per-position marker is written (the entry record stands for them all).
-    With `atomic_arrivals=False` the step change commits first, and each position gets its marker."""
+    With `atomic_arrivals=False` the step change commits first, then the entry in one transaction of its own."""
     store = SqlStore(make_engine(f"sqlite:///{sqlite_path}"), owns_engine=True)
     seen: list[str] = []
 
@@ -931,7 +953,7 @@ def test_an_atomic_arrival_commits_the_step_change_with_its_entry(sqlite_path: P
         result = rt.move("T1", "review", session_id="S1")
         assert seen == (["work"] if atomic else ["review"])
         markers = store.markers(result.ledger_id)  # type: ignore[arg-type]
-        assert {p: m.state for p, m in markers.items()} == ({} if atomic else {0: "done", 1: "done", 2: "done"})
+        assert markers == {}
         _check_dispatched_once(store, rt, result, "T1")
     finally:
         store.close()
@@ -960,7 +982,7 @@ def test_fire_when_the_store_fails_before_the_move_raises_and_changes_nothing(st
             snap["idempotent"]) == (1, 1, 1, 1, 1), snap
 
 
-@pytest.mark.parametrize("method", ["markers", "enqueue_run", "record_entry"])
+@pytest.mark.parametrize("method", ["unit", "enqueue_run", "record_entry"])
 def test_fire_when_the_store_fails_after_the_move_keeps_the_move(store: Store, method: str) -> None:
     seed(store, "T1")
     flaky = flaky_mod.FlakyStore(store)

@@ -16,6 +16,8 @@ import pytest
 from interlock.runtime import StoreError, TaskState
 from interlock.runtime.store import Store
 
+pytestmark = pytest.mark.async_runtime  # each harness test runs with a Runtime and an AsyncRuntime
+
 FIRE = """
 workflow f "F" {
   step a "A" {

@@ -53,7 +53,8 @@ def test_fast_init_keeps_immutability_equality_hash_repr_and_replace() -> None:
     same = LedgerRow(1, "T", "w", "a", "w", "b", "manual_move", "human", None, None)
     assert row == same and hash(row) == hash(same) and {row, same} == {row}
     assert repr(row) == ("LedgerRow(id=1, task_id='T', from_workflow_id='w', from_step_id='a', to_workflow_id='w', "
-                         "to_step_id='b', route='manual_move', actor_kind='human', actor_id=None, session_id=None)")
+                         "to_step_id='b', route='manual_move', actor_kind='human', actor_id=None, session_id=None, "
+                         "plan=None, arrival_options=None)")
     moved = dataclasses.replace(row, to_step_id="c")
     assert moved.to_step_id == "c" and row.to_step_id == "b" and moved != row
     assert dataclasses.asdict(EntryRecord(3, "T", "w", "b", ("queue_run",)))["failed"] == ()

@@ -51,10 +51,12 @@ GUARD_MESSAGES = {
 
 @pytest.fixture()
 def logged() -> Iterator[list[dict[str, Any]]]:
-    """Every loguru record emitted during the test: the bound `extra` fields plus `_level` and `_message`."""
+    """Every loguru record emitted during the test: the bound `extra` fields plus `_level`, `_message` (the stable
+    message) and `_line` (what loguru prints: the message and the fields)."""
     captured: list[dict[str, Any]] = []
     handler = logger.add(lambda m: captured.append({**m.record["extra"], "_level": m.record["level"].name,
-                                                    "_message": m.record["message"]}),
+                                                    "_message": m.record["extra"]["stable_message"],
+                                                    "_line": m.record["message"]}),
                          level="DEBUG", format="{message}")
     yield captured
     logger.remove(handler)
@@ -142,9 +144,15 @@ def test_every_dispatch_record_carries_task_session_and_a_stable_message(logged:
     messages = [*DISPATCH_MESSAGES.values(), *GUARD_MESSAGES.values()]
     assert len(set(messages)) == len(messages)  # unique: a test can tell each outcome apart
     # the walk warning is in the log too, identifiable, and not one of the dispatch's own records
-    walk = [r for r in logged if r["record"] == "warning"]
+    # the runtime said so when it was built (page_oncall has no executor), once
+    assert [r["kinds"] for r in logged if r.get("code") == "runtime_misconfigured"] == [["page_oncall"]]
+    walk = [r for r in logged if r["record"] == "warning" and r["code"] == "no_executor"]
     assert walk and all(r["task_id"] == "T" and r["session_id"] == "S1" and r["kind"] == "page_oncall"
                         for r in walk)
+    # and every failed action is loud on its own (docs/runtime.md §7): a WARNING naming task, step and kind
+    failed = [r for r in logged if r["record"] == "warning" and r["code"] == "action_failed"]
+    assert failed and all(r["_level"] == "WARNING" and r["task_id"] == "T" and r["step"] == "todo" and r["kind"]
+                          for r in failed)
 
 
 def test_silent_records_never_reach_the_log(logged: list[dict[str, Any]]) -> None:

@@ -16,6 +16,8 @@ import pytest
 
 from interlock.runtime import StaticDirectory, TaskState
 
+pytestmark = pytest.mark.async_runtime  # each harness test runs with a Runtime and an AsyncRuntime
+
 KB = """
 workflow kb "Kanban" {
   step todo "Todo" {
@@ -319,7 +321,9 @@ def test_operation_id_is_derived_from_the_failure(memory_harness: Any, execution
     assert dispatch.fields["operation_id"] == operation_id
     assert {c.operation_id for c in h.recorder.calls} == {operation_id}
     (run,) = h.store.runs("T")
-    assert run.operation_id == operation_id and run.key.startswith("op:" + operation_id + ":todo:T:primary:")
+    # the key: the escaped operation id (`:` inside a field is `%3A`), the action's position, step, task, agent
+    assert run.operation_id == operation_id
+    assert run.key.startswith("op:" + operation_id.replace(":", "%3A") + ":1:todo:T:primary:"), run.key
     assert h.store.operation_applied(operation_id)
 
 
@@ -427,19 +431,33 @@ def test_step_without_actions_is_one_debug_record_and_marked(memory_harness: Any
     assert h.rt.dispatch("agent_error", event()).result == "idempotent"
 
 
-@pytest.mark.parametrize("case", ["no_ceo", "unknown_step"])
-def test_engine_error_is_one_error_record_never_raised(memory_harness: Any, case: str) -> None:
-    """AC-E5: a misconfigured queue_run target, or a current step the plan does not know."""
+def test_a_task_on_a_step_the_plan_lacks_is_stranded_never_an_error(memory_harness: Any) -> None:
+    """docs/runtime.md §6: a delivery for a task whose step the deciding plan does not have changes nothing, returns
+    `stranded` and says so in a `task_stranded` warning naming the task, its step and the revision."""
     h = memory_harness
-    if case == "no_ceo":
-        setup(h, "ceo", directory=StaticDirectory(primary="primary", ceo=None))
-    else:
-        setup(h, "deleted-step")
+    setup(h, "deleted-step")
+    result = h.rt.dispatch("agent_error", event())
+    assert result.result == "stranded"
+    (warning,) = [r for r in h.records("warning") if r.fields.get("code") == "task_stranded"]
+    assert warning.fields["task"] == "T" and warning.fields["step"] == "deleted-step"
+    assert warning.fields["revision"] == h.rt.digest and warning.fields["plan"] == h.rt.digest
+    assert [r for r in h.records() if r.level == "error"] == []
+    assert not h.store.operation_applied(OP) and h.store.runs() == []
+
+
+@pytest.mark.parametrize("case", ["no_ceo"])
+def test_engine_error_is_one_error_record_never_raised(memory_harness: Any, case: str) -> None:
+    """AC-E5: a misconfigured queue_run target."""
+    h = memory_harness
+    setup(h, "ceo", directory=StaticDirectory(primary="primary", ceo=None))
     result = h.rt.dispatch("agent_error", event())
     assert result.result == "error"
+    # one ERROR for the delivery; the failure nothing will retry is also an incident, announced at ERROR
+    # (docs/runtime.md §7) — the same failure, never raised
     errors = [r for r in h.records() if r.level == "error"]
-    assert len(errors) == 1 and errors[0].kind == "dispatch"
+    assert [r.kind for r in errors] == ["dispatch", "incident_opened"]
     assert errors[0].fields["task"] == "T" and errors[0].fields["session"] == "S1"
+    assert errors[1].fields["task"] == "T" and errors[1].fields["kind"] == "operation"
     assert not h.store.operation_applied(OP)
 
 

@@ -24,7 +24,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from interlock.compiler import compile_path
-from interlock.runtime.plan import PlanError, dump_plan, load_plan, plan_digest
+from interlock.runtime.plan import PlanError, dump_plan, load_plan, seal_digests
 from interlock.runtime.scenario import ScenarioError, parse_scenario
 from interlock.schemas import schema
 
@@ -116,8 +116,9 @@ def _trim(node: Any, keep: bool = False) -> Any:
 def _plan_loader_accepts(data: Any, path: tuple[Any, ...]) -> bool:
     """load_plan's verdict on the structure: a fresh digest (unless the digest is the mutation), and a plan whose
     only problem is an unresolved name counts as accepted (names are the loader's business, not the schema's)."""
-    if isinstance(data, dict) and "digest" in data and path[:1] != ("digest",):
-        data = {**data, "digest": plan_digest(data)}
+    if (isinstance(data, dict) and "digest" in data and "layout_digest" in data
+            and path[:1] not in (("digest",), ("layout_digest",))):
+        data = seal_digests(data)
     try:
         load_plan(json.dumps(data))
     except PlanError as exc:

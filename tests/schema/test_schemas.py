@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from interlock.compiler import compile_path
-from interlock.runtime.plan import PLAN_VERSION, PlanError, dump_plan, load_plan, plan_digest
+from interlock.runtime.plan import PLAN_VERSION, PlanError, dump_plan, load_plan, seal_digests
 from interlock.runtime.scenario import ScenarioError, parse_scenario
 from interlock.schemas import NAMES, render, schema
 
@@ -63,7 +63,8 @@ def test_schema_is_a_valid_2020_12_schema_with_a_stable_id(name: str) -> None:
     doc = schema(name)
     Draft202012Validator.check_schema(doc)
     assert doc["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert doc["$id"].startswith("https://interlock.dev/schemas/") and doc["$id"].endswith("-v1.json")
+    version = PLAN_VERSION if name == "plan" else 1  # the plan format is at version 2 (ADR 0040)
+    assert doc["$id"] == f"https://interlock.dev/schemas/{name}-v{version}.json"
     assert render(name) == render(name)  # deterministic
     assert json.loads(render(name)) == doc
 
@@ -168,7 +169,7 @@ def test_bad_plan_is_refused_at_the_key(case: str) -> None:
     edit, where = PLAN_CASES[case]
     data = office_plan()
     edit(data)
-    data["digest"] = plan_digest(data)  # a fresh digest: the loader refuses the content, not the seal
+    data.update(seal_digests(data))  # a fresh digest: the loader refuses the content, not the seal
     assert error_paths("plan", data) == {where}
     with pytest.raises(PlanError):
         load_plan(json.dumps(data))
@@ -198,7 +199,7 @@ def test_a_variant_keeps_its_own_keys() -> None:
     when = data["sequences"][0]["steps"][0]["when"]
     path = next(n for n in _plan_exprs(when) if n["op"] == "path")
     path["value"] = 1
-    data["digest"] = plan_digest(data)
+    data.update(seal_digests(data))
     assert len(error_paths("plan", data)) == 1
     with pytest.raises(PlanError):
         load_plan(json.dumps(data))

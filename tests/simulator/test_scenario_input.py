@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -59,27 +58,23 @@ HOSTILE = {
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_hostile_scenario_is_a_located_error(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text, where, words = HOSTILE[case]
-    started = time.monotonic()
     code, err, path = simulate(tmp_path, capsys, text)
-    assert time.monotonic() - started < 10
     assert code == 1, err
     assert err.startswith(f"{path}:{where}"), err
     assert words in err, err
 
 
-def test_an_alias_bomb_is_refused_within_a_second_and_a_few_megabytes() -> None:
-    """A 1 kB file whose aliases would expand to 10^9 strings."""
+def test_an_alias_bomb_is_refused_within_a_few_megabytes() -> None:
+    """A 1 kB file whose aliases would expand to 10^9 strings: refused before it expands (the memory it took
+    shows it; a time bound would depend on the machine)."""
     assert len(BOMB) < 1024
     tracemalloc.start()
-    started = time.monotonic()
     try:
         with pytest.raises(ScenarioError, match="alias bomb"):
             parse_scenario(BOMB, "bomb.yaml")
-        elapsed = time.monotonic() - started
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert elapsed < 1.0
     assert peak < 8 * 1024 * 1024
 
 

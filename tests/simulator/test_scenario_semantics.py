@@ -44,7 +44,9 @@ def test_a_missing_builtin_executor_is_missing(tmp_path: Path, capsys: pytest.Ca
     [entry] = [r for r in records if r["record"] == "entry"]
     assert entry["attempted"] == ["queue_run"]
     assert entry["failed"] == [{"kind": "queue_run", "error": "no executor"}]
-    [warning] = [r for r in records if r["record"] == "warning"]
+    # at set-up (event 0) the runtime says what it cannot run (Runtime.check()), then the entry's warning
+    built, warning = [r for r in records if r["record"] == "warning"]
+    assert (built["event"], built["code"], built["kinds"]) == (0, "runtime_misconfigured", ["queue_run"])
     assert warning["code"] == "no_executor" and warning["kind"] == "queue_run"
     assert records[-1]["runs"] == []
 
@@ -58,7 +60,8 @@ def test_without_missing_the_builtin_runs(tmp_path: Path, capsys: pytest.Capture
 def test_a_task_on_no_step_is_skipped_by_the_shape_guard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = (f"workflow: {KANBAN}\ntasks:\n  T1: {{workflow: simple, step: \"\"}}\nsessions:\n"
             "  S1: {task: T1, state: failed}\nevents:\n"
-            "  - dispatch: {sequence: agent_error, event: {task_id: T1, session_id: S1, execution_id: E1}}\n")
+            "  - dispatch: {sequence: agent_error, event: {task_id: T1, session_id: S1, execution_id: E1,\n"
+            "               agent_profile_id: '', error_message: boom, user_initiated: false}}\n")
     code, records, err = run(tmp_path, capsys, text)
     assert code == 0, err
     [outcome] = [r for r in records if r["record"] == "outcome"]

@@ -62,9 +62,9 @@ def test_create_task_writes_the_genesis_row(store: Store) -> None:
     result = store.create_task(TaskState("T1", WF, "todo", description="d"), actor_kind="human", actor_id="u1",
                                session_id="S1")
     assert result.status == "moved"
-    assert result.task == TaskState("T1", WF, "todo", description="d")
     row = result.ledger
     assert row is not None and row.id > 0
+    assert result.task == TaskState("T1", WF, "todo", description="d", entry_id=row.id)  # its activation: the row
     assert row == LedgerRow(id=row.id, task_id="T1", from_workflow_id=None, from_step_id=None, to_workflow_id=WF,
                             to_step_id="todo", route="creation", actor_kind="human", actor_id="u1", session_id="S1")
     assert store.ledger_row(row.id) == row
@@ -80,10 +80,10 @@ def test_create_task_without_a_step_is_no_arrival(store: Store) -> None:
 
 
 def test_create_existing_task_raises_and_changes_nothing(store: Store) -> None:
-    make(store)
+    genesis = make(store)
     with pytest.raises(StoreError, match="exists"):
         store.create_task(TaskState("T1", WF, "work"))
-    assert store.get_task("T1") == TaskState("T1", WF, "todo")
+    assert store.get_task("T1") == TaskState("T1", WF, "todo", entry_id=genesis.id)
     assert len(store.ledger()) == 1
 
 
@@ -95,21 +95,21 @@ def test_move_writes_the_row_and_returns_it(store: Store) -> None:
     result = store.move_task("T1", WF, "work", route="manual_move", actor_kind="agent", actor_id="S1",
                              session_id="S1")
     assert result.status == "moved"
-    assert result.task == TaskState("T1", WF, "work")
     row = result.ledger
     assert row is not None and row.id > genesis.id
+    assert result.task == TaskState("T1", WF, "work", entry_id=row.id)
     assert row == LedgerRow(id=row.id, task_id="T1", from_workflow_id=WF, from_step_id="todo", to_workflow_id=WF,
                             to_step_id="work", route="manual_move", actor_kind="agent", actor_id="S1",
                             session_id="S1")
     assert store.ledger_row(row.id) == row
-    assert store.get_task("T1") == TaskState("T1", WF, "work")
+    assert store.get_task("T1") == TaskState("T1", WF, "work", entry_id=row.id)
 
 
 def test_move_to_the_same_step_writes_no_row(store: Store) -> None:
-    make(store)
+    genesis = make(store)
     result = store.move_task("T1", WF, "todo", route="manual_move")
     assert result.status == "same_step" and result.ledger is None
-    assert result.task == TaskState("T1", WF, "todo")
+    assert result.task == TaskState("T1", WF, "todo", entry_id=genesis.id)
     assert len(store.ledger()) == 1
 
 
@@ -146,13 +146,26 @@ def test_ledger_chain_from_is_previous_to(store: Store) -> None:
 
 
 def test_cas_lost_changes_nothing(store: Store) -> None:
-    make(store)
+    genesis = make(store)
     result = store.move_task("T1", WF, "review", route="decision", expected_step_id="work", operation_id="op1")
     assert result.status == "cas_lost" and result.ledger is None
-    assert result.task == TaskState("T1", WF, "todo")
-    assert store.get_task("T1") == TaskState("T1", WF, "todo")
+    assert result.task == TaskState("T1", WF, "todo", entry_id=genesis.id)
+    assert store.get_task("T1") == TaskState("T1", WF, "todo", entry_id=genesis.id)
     assert len(store.ledger()) == 1
     assert not store.operation_applied("op1")
+
+
+def test_a_compare_and_swap_on_the_activation_tells_a_return_from_a_stay(store: Store) -> None:
+    # A → B → A: the step is the same as before, the activation is not (ADR 0037's fence).
+    genesis = make(store)
+    store.move_task("T1", WF, "work", route="manual_move")
+    back = store.move_task("T1", WF, "todo", route="manual_move")
+    assert back.ledger is not None
+    lost = store.move_task("T1", WF, "review", route="decision", expected_step_id="todo",
+                           expected_entry_id=genesis.id, operation_id="op1")
+    assert lost.status == "cas_lost" and not store.operation_applied("op1")
+    won = store.move_task("T1", WF, "review", route="decision", expected_entry_id=back.ledger.id)
+    assert won.status == "moved" and won.task is not None and won.task.entry_id == won.ledger.id  # type: ignore[union-attr]
 
 
 def test_cas_won_moves(store: Store) -> None:
@@ -180,28 +193,28 @@ def test_operation_is_marked_with_the_move(store: Store) -> None:
 
 
 def test_operation_and_move_roll_back_together(store: Store) -> None:
-    make(store)
+    genesis = make(store)
     with pytest.raises(RuntimeError), store.unit() as unit:
         assert unit.move_task("T1", WF, "work", route="engine_transition", operation_id="op1").status == "moved"
         raise RuntimeError("crash before commit")
     assert not store.operation_applied("op1")
-    assert store.get_task("T1") == TaskState("T1", WF, "todo")
+    assert store.get_task("T1") == TaskState("T1", WF, "todo", entry_id=genesis.id)
     assert len(store.ledger()) == 1
 
 
 def test_a_move_in_a_unit_sees_the_task_as_the_unit_left_it(store: Store) -> None:
     # A task read in a unit and then changed in it: the move starts from the change, not from the read.
-    make(store)
+    genesis = make(store)
     with store.unit() as unit:
-        assert unit.get_task("T1") == TaskState("T1", WF, "todo")
+        assert unit.get_task("T1") == TaskState("T1", WF, "todo", entry_id=genesis.id)
         unit.put_task(TaskState("T1", WF, "work"))
         assert unit.move_task("T1", WF, "review", route="manual_move", expected_step_id="todo").status == "cas_lost"
         moved = unit.move_task("T1", WF, "review", route="manual_move", expected_step_id="work")
         assert moved.status == "moved" and moved.ledger is not None and moved.ledger.from_step_id == "work"
-        assert unit.get_task("T1") == TaskState("T1", WF, "review")
+        assert unit.get_task("T1") == TaskState("T1", WF, "review", entry_id=moved.ledger.id)
         again = unit.move_task("T1", WF, "done", route="manual_move")
         assert again.ledger is not None and again.ledger.from_step_id == "review"
-    assert store.get_task("T1") == TaskState("T1", WF, "done")
+    assert store.get_task("T1") == TaskState("T1", WF, "done", entry_id=again.ledger.id)
 
 
 def test_a_move_in_a_unit_sees_a_rolled_back_change_undone(store: Store) -> None:
@@ -218,9 +231,9 @@ def test_a_move_in_a_unit_sees_a_rolled_back_change_undone(store: Store) -> None
 
 
 def test_a_task_read_in_one_unit_is_read_again_in_the_next(store: Store) -> None:
-    make(store)
+    genesis = make(store)
     with store.unit() as unit:
-        assert unit.get_task("T1") == TaskState("T1", WF, "todo")
+        assert unit.get_task("T1") == TaskState("T1", WF, "todo", entry_id=genesis.id)
     store.put_task(TaskState("T1", WF, "work"))  # between the units
     with store.unit() as unit:
         moved = unit.move_task("T1", WF, "review", route="manual_move")
@@ -232,11 +245,12 @@ def test_detach_row_enters_nothing(store: Store) -> None:
     result = store.move_task("T1", None, None, route="detach")
     assert result.status == "moved" and result.ledger is not None
     assert result.ledger.to_step_id is None and result.ledger.to_workflow_id is None
-    assert store.get_task("T1") == TaskState("T1", None, None)
+    detached = result.ledger.id
+    assert store.get_task("T1") == TaskState("T1", None, None, entry_id=detached)
     assert [r.id for r in store.unrecorded_arrivals()] == [genesis.id]
     # A task without a step changing workflow is not a step change.
     assert store.move_task("T1", "kanban", None, route="workflow_switch").status == "same_step"
-    assert store.get_task("T1") == TaskState("T1", "kanban", None)
+    assert store.get_task("T1") == TaskState("T1", "kanban", None, entry_id=detached)
     assert len(store.ledger()) == 2
 
 

@@ -127,8 +127,14 @@ def _norm(value: Any) -> Any:
 def _snapshot(store: Store) -> dict[str, Any]:
     rows = store.ledger()
     index = {row.id: i for i, row in enumerate(rows)}
+    def task(task_id: str) -> Any:  # its activation by the ledger row's place (surrogate ids differ)
+        found = store.get_task(task_id)
+        if found is None or found.entry_id is None:
+            return found
+        return replace(found, entry_id=("row", index.get(found.entry_id)))
+
     return {
-        "tasks": [store.get_task(t) for t in TASKS],
+        "tasks": [task(t) for t in TASKS],
         "ledger": _norm(rows),
         "unrecorded": [index[r.id] for r in store.unrecorded_arrivals()],
         "entries": [_norm(store.entry_record(r.id)) for r in rows],

@@ -39,12 +39,12 @@ def _tables(url: str) -> set[str]:
         engine.dispose()
 
 
-def test_head_is_0003_on_top_of_0002_and_0001() -> None:
+def test_head_is_0006_on_top_of_0005_0004_0003_0002_and_0001() -> None:
     from alembic.script import ScriptDirectory
 
-    assert head_revision() == "0003"
+    assert head_revision() == "0006"
     script = ScriptDirectory.from_config(alembic_config())
-    assert [r.revision for r in script.walk_revisions()] == ["0003", "0002", "0001"]
+    assert [r.revision for r in script.walk_revisions()] == ["0006", "0005", "0004", "0003", "0002", "0001"]
 
 
 def test_upgrade_fresh_then_again(empty_url: str) -> None:
@@ -134,7 +134,7 @@ def test_check_schema_on_an_empty_database_names_the_upgrade_command(empty_url: 
     finally:
         engine.dispose()
     message = str(info.value)
-    assert "database schema is at revision none, this interlock needs 0003" in message
+    assert f"database schema is at revision none, this interlock needs {head_revision()}" in message
     assert "run `interlock db upgrade --url " in message
     with pytest.raises(StoreError, match="interlock db upgrade"):
         SqlStore(empty_url)
@@ -178,11 +178,11 @@ def test_messages_hide_the_password() -> None:
 def test_open_store_in_memory_migrates_and_shares_one_database() -> None:
     store = open_store("sqlite://")
     seen: list[TaskState | None] = []
-    store.create_task(TaskState("T1", "wf", "a"))
+    created = store.create_task(TaskState("T1", "wf", "a")).task
     thread = threading.Thread(target=lambda: seen.append(store.get_task("T1")))
     thread.start()
     thread.join()
-    assert seen == [TaskState("T1", "wf", "a")]
+    assert created is not None and seen == [created]
     store.close()  # type: ignore[attr-defined]
 
 
@@ -239,8 +239,8 @@ def test_a_new_sqlite_file_gets_the_store_page_size_and_an_existing_one_keeps_it
         conn.execute("CREATE TABLE host_rows (id INTEGER PRIMARY KEY)")
     store = open_store(f"sqlite:///{host}")
     try:
-        store.create_task(TaskState("T1", "w", "a"))
-        assert store.get_task("T1") == TaskState("T1", "w", "a")
+        created = store.create_task(TaskState("T1", "w", "a")).task
+        assert store.get_task("T1") == created
     finally:
         store.close()  # type: ignore[attr-defined]
     with sqlite3.connect(host) as conn:

@@ -1,5 +1,6 @@
-"""Shared helpers of the kandev import/export tests: the seed's nine templates (read from the reference folder, never
-copied into the repository), importing and compiling in memory, and plans compared without source positions."""
+"""Shared helpers of the kandev import/export tests: the nine templates kandev shipped at cd9fa0e6 (read from the
+reference folder, never copied into the repository) and the two templates in kandev's current shape written for
+these tests (fixtures), importing and compiling in memory, and plans compared without source positions."""
 
 from __future__ import annotations
 
@@ -21,16 +22,39 @@ REFERENCE = ROOT.parent / "shared" / "reference" / "kandev-workflows"
 FIXTURES = ROOT / "tests" / "kandev" / "fixtures"
 TEMPLATE_NAMES = ("architecture", "feature-dev", "improve-kandev", "kanban", "office-default", "plan-and-build",
                   "pr-review", "report-kandev-issue", "routine")
+CURRENT_NAMES = ("office-default-current", "scripted-release")
+"""Templates in kandev's current shape, written for these tests from the facts about it (tests/kandev/fixtures)."""
+CORPUS = TEMPLATE_NAMES + CURRENT_NAMES
+"""The round-trip corpus: the nine reference templates and the two current ones."""
+
+
+def template(name: str) -> Path:
+    """A template of the corpus: a current-shape fixture, or a reference template (see `reference`)."""
+    return FIXTURES / f"{name}.yml" if name in CURRENT_NAMES else reference(name)
 
 
 def reference(name: str) -> Path:
-    """A reference template; skips when the reference folder is absent, fails under CI=true (CI has it)."""
-    path = REFERENCE / f"{name}.yml"
+    """A reference template; skips when it is absent, fails under CI=true (CI has it)."""
+    path = reference_folder() / f"{name}.yml"
     if not path.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{path} is missing: CI must have the reference templates")
-        pytest.skip(f"{path} is absent (the seed's reference templates are not beside the repository)")
+        _missing(path)
     return path
+
+
+def reference_folder() -> Path:
+    """The folder of kandev's nine workflow templates beside this checkout; skips when it is absent and says what
+    to put where, fails under CI=true (CI lays the folder out beside the clone, so a skip there would hide it)."""
+    if not REFERENCE.is_dir():
+        _missing(REFERENCE)
+    return REFERENCE
+
+
+def _missing(path: Path) -> None:
+    what = (f"{path} is missing: put kandev's workflow templates ({', '.join(f'{n}.yml' for n in TEMPLATE_NAMES)}) "
+            f"in {REFERENCE} (a folder beside this checkout, {ROOT})")
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"{what}; CI=true: CI has the folder, so these tests fail instead of skipping")
+    pytest.skip(what)
 
 
 def compiled(name: str, text: str) -> Plan:
@@ -40,14 +64,11 @@ def compiled(name: str, text: str) -> Plan:
 
 
 def comparable(plan: Plan) -> Any:
-    """The plan as data without what depends on the file's layout (source positions, file names, digest)."""
-    def strip(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k not in ("source", "sources", "digest", "compiler")}
-        if isinstance(node, list):
-            return [strip(v) for v in node]
-        return node
-    return strip(plan.model_dump(mode="json"))
+    """The plan's meaning as data: what its digest covers (no source positions, file names, compiler version or
+    digests; ADR 0040)."""
+    from interlock.runtime.plan import plan_layout
+
+    return plan_layout(plan.model_dump(mode="json"))[0]
 
 
 def import_clean(text: str, name: str = "in.yml") -> Imported:

@@ -21,6 +21,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from interlock.compiler import CompileResult
+from interlock.dsl import blockstr
 from interlock.dsl.diagnostics import CODES
 from interlock.dsl.parser import grammar_text
 from interlock.dsl.render import render_concise, render_full
@@ -64,7 +65,8 @@ _escapes = st.one_of(
     st.sampled_from(['\\"', "\\\\", "\\n", "\\t", "\\r", "\\0", "\\/"]),
     st.integers(0, 0xFFFF).flatmap(lambda c: st.sampled_from([f"\\u{c:04x}", f"\\u{c:04X}"])),
 )
-_raw_chars = st.characters(exclude_characters='"\\\n', exclude_categories=["Cs"])
+# a raw `\r` is a line end, as `\n` is (ADR 0044), so a string on one line holds neither
+_raw_chars = st.characters(exclude_characters='"\\\n\r', exclude_categories=["Cs"])
 strings = st.lists(st.one_of(_raw_chars, _escapes), max_size=8).map(lambda parts: '"' + "".join(parts) + '"')
 ints = st.one_of(
     st.integers(-20, 20).map(str),
@@ -147,8 +149,10 @@ def _levels(atom: st.SearchStrategy[Toks]) -> st.SearchStrategy[Toks]:
     return _chain(_chain(negated, "and"), "or")
 
 
+thresholds = seq(one, opt(seq(["("], int_tok, [")"])))
+quorums = seq(["quorum", "("], one, [","], thresholds, [")"])  # an atom of transition guards (the grammar's too)
 atoms: st.SearchStrategy[Toks] = st.recursive(
-    st.one_of(paths, str_tok, int_tok, bool_tok),
+    st.one_of(paths, str_tok, int_tok, bool_tok, quorums),
     lambda inner: seq(["("], _levels(inner), [")"]),
     max_leaves=4,
 )
@@ -161,8 +165,15 @@ levels = st.sampled_from([["silent"], ["debug"], ["info"], ["warning"], ["error"
 use_decls = seq(["use"], one)
 trigger_decls = seq(["trigger"], one, opt(params), opt(st.just(["entry"])))
 role_decls = seq(["role"], comma_list(one, min_size=1))
+# A duration (docs/language.md §6): an integer and a unit, or anything else the parser reads there to report it.
+durations = st.one_of(
+    st.tuples(st.integers(0, 400), st.sampled_from(["s", "m", "h", "d"]), st.sampled_from(["", "0"])).map(
+        lambda t: [f"{t[2]}{t[0]}{t[1]}"]),
+    st.sampled_from([["48"], ["2w"], ["1.5h"], ["-5m"], ["soon"], ["10min"]]),
+)
+retry_clauses = seq(["retry"], int_tok, ["backoff"], durations, opt(seq([".."], durations)))
 action_decls = seq(st.sampled_from([["session"], ["task"], ["transition"]]), one, opt(params),
-                   opt(seq(["on"], comma_list(one, min_size=1))))
+                   opt(seq(["on"], comma_list(one, min_size=1))), opt(retry_clauses))
 record_decls = seq(["record"], one, ["{"],
                    many(seq(one, [":"], types, opt(st.just([","]))), 4),
                    ["}"])
@@ -170,28 +181,34 @@ entry_decls = seq(["entry", "{"],
                   many(seq(st.sampled_from([["exclude"], ["dispatch"]]), comma_list(one, min_size=1)), 3),
                   ["}"])
 
-thresholds = seq(one, opt(seq(["("], int_tok, [")"])))
-guards = seq(["when", "quorum", "("], one, [","], thresholds, [")"])
+guards = seq(["when"], st.one_of(quorums, exprs))  # docs/language.md §6: any expression, quorums included
 args = seq(["("], comma_list(st.one_of(seq(one, [":"], values), values), trailing=True), [")"])
-actions = seq(one, opt(args), opt(guards), opt(st.just(["requires_approval"])))
+actions = seq(one, opt(args), opt(guards), opt(st.just(["requires_approval"])), opt(st.just(["continue_on_failure"])))
 handlers = seq(["on"], one, ["{"], many(actions, 3), ["}"])
+timers = seq(st.sampled_from([["after"], ["every"]]), durations, ["{"], many(actions, 3), ["}"])
 _block_lines = st.lists(st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"],
                                                exclude_characters='"'), max_size=10), max_size=3)
 block_tok = st.tuples(_block_lines, st.sampled_from(["", "  ", "\t"])).map(
     lambda p: ['"""\n' + "".join((p[1] + line if line else "") + "\n" for line in p[0]) + p[1] + '"""'])
 # A block string (ADR 0033): every line indented like the closing triple quote, on a line of its own.
+folded_tok = block_tok.map(lambda t: [">" + t[0]])
+# A folded block string (ADR 0043): `>` and a block string; its lines are joined with single spaces.
+text_tok = st.one_of(str_tok, block_tok, folded_tok)
 flag_names = st.sampled_from([["start"], ["manual_move"], ["terminal"], ["show_in_command_panel"],
                               ["auto_advance_requires_signal"], ["cancel_triggers_turn_complete"]])
 step_items = st.one_of(
     seq(flag_names, opt(st.sampled_from([["true"], ["false"]]))),
     seq(st.sampled_from([["position"], ["wip_limit"], ["auto_archive_after_hours"]]), int_tok),
     seq(st.sampled_from([["stage"], ["pull_from"]]), one),
-    seq(st.sampled_from([["prompt"], ["description"], ["color"]]), st.one_of(str_tok, block_tok)),
+    seq(st.sampled_from([["prompt"], ["description"], ["color"]]), text_tok),
     seq(["agent_profile"], values),
+    seq(["session_target"], values),
+    seq(["agent_tag"], str_tok),
     handlers,
+    timers,
 )
 steps = seq(["step"], one, opt(str_tok), ["{"], many(step_items, 5), ["}"])
-workflow_settings = st.one_of(seq(st.sampled_from([["description"], ["prompt"]]), st.one_of(str_tok, block_tok)),
+workflow_settings = st.one_of(seq(st.sampled_from([["description"], ["prompt"]]), text_tok),
                               seq(["agent_profile"], values))
 workflow_decls = seq(["workflow"], one, opt(str_tok), ["{"],
                      many(st.one_of(st.just(["hidden"]), workflow_settings, steps), 3), ["}"])
@@ -271,6 +288,30 @@ map_lits = st.lists(st.tuples(text_lit, literal_values), max_size=3, unique_by=l
     lambda es: "{" + ", ".join(f"{k}: {v}" for k, v in es) + "}")
 
 
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+valid_durations = st.tuples(st.integers(1, 999), st.sampled_from(sorted(_UNIT_SECONDS)), st.sampled_from(["", "0"])
+                            ).filter(lambda t: t[0] * _UNIT_SECONDS[t[1]] <= 365 * 86_400)
+"""(number, unit, leading zeros) of a duration the checker accepts: 1s to 365d."""
+
+
+def _seconds(d: tuple[int, str, str]) -> int:
+    return d[0] * _UNIT_SECONDS[d[1]]
+
+
+def _written(d: tuple[int, str, str]) -> str:
+    return f"{d[2]}{d[0]}{d[1]}"
+
+
+@st.composite
+def _retry_text(draw: st.DrawFn) -> str:
+    """` retry N backoff D[..MAX]` that checks: N of 1 to 100, MAX not below D."""
+    first, most = draw(valid_durations), draw(st.one_of(st.none(), valid_durations))
+    if most is not None and _seconds(most) < _seconds(first):
+        first, most = most, first
+    return f" retry {draw(st.integers(1, 100))} backoff {_written(first)}" + ("" if most is None else
+                                                                             f"..{_written(most)}")
+
+
 def _threshold() -> st.SearchStrategy[str]:
     return st.one_of(st.sampled_from(THRESHOLDS), st.integers(1, 9).map(lambda n: f"n_approve({n})"))
 
@@ -282,7 +323,10 @@ def _suffixes(prefix: str, max_size: int) -> st.SearchStrategy[list[str]]:
 
 @st.composite
 def _action_text(draw: st.DrawFn, trigger: str, steps: list[str], roles: list[str],
-                 user_kinds: dict[str, list[str]]) -> str:
+                 user_kinds: dict[str, list[str]], payload: Sequence[str] = (),
+                 inline: tuple[str, ...] = ()) -> str:
+    """One action that checks on `trigger`; `payload`: the trigger's `str` parameters (a guard may read them);
+    `inline`: the step's entry-excluded kinds."""
     role = st.sampled_from(roles)
     target = st.one_of(st.sampled_from(["primary", "workspace.ceo_agent", '"agent_profile_id:abc"']),
                        role.map(lambda r: q(f"participant_role:{r}")))
@@ -309,6 +353,11 @@ def _action_text(draw: st.DrawFn, trigger: str, steps: list[str], roles: list[st
     fan_out = st.one_of(role.map(lambda r: f"queue_run_for_each_participant(role: {r})"),
                         st.tuples(role, text_lit, map_lits).map(
                             lambda t: f"queue_run_for_each_participant({t[0]}, {t[1]}, {t[2]})"))
+    script = st.tuples(text_lit.filter(lambda t: bool(json.loads(t).strip())), st.integers(1, 86_400),
+                       st.booleans()).map(lambda t: f"run_script(command: {t[0]}" +
+                                          (f", timeout_seconds: {t[1]})" if t[2] else ")"))
+    if trigger in ("on_enter", "on_turn_complete", "on_exit"):
+        menu.append(script)
     if trigger == "on_enter":
         menu += [start_agent, queue, fan_out,
                  st.sampled_from(["enable_plan_mode", "reset_agent_context", "clear_decisions", "run_code_review"]),
@@ -329,12 +378,53 @@ def _action_text(draw: st.DrawFn, trigger: str, steps: list[str], roles: list[st
     if not menu:
         return ""
     text: str = draw(st.one_of(*menu))
+    if text.startswith("move_to") and draw(st.booleans()):
+        text = _with_options(text, draw(map_lits))
+    kind = re.split(r"[( ]", text, maxsplit=1)[0]
+    if not text.startswith(("move_to", "t_")) and not (trigger == "on_enter" and kind in (*INLINE_ON_ENTRY, *inline)) \
+            and draw(st.booleans()):
+        return text + " continue_on_failure"  # ADR 0042: any action the runtime runs (IL326 elsewhere)
     if text.startswith(("move_to", "t_")):
         if draw(st.booleans()):
-            text += f" when quorum({draw(role)}, {draw(_threshold())})"
+            text += f" when {draw(_transition_guard(trigger, role, payload))}"
         if draw(st.booleans()):
             text += " requires_approval"
     return text
+
+
+PRELUDE_STR_PARAMS = {"on_comment": ["comment_id", "author_id", "body"],
+                      "on_approval_resolved": ["approval_id", "status", "note"], "on_budget_alert": ["scope"]}
+"""The prelude triggers' `str` parameters (std.wf), which a generated guard compares."""
+
+
+@st.composite
+def _transition_guard(draw: st.DrawFn, trigger: str, role: st.SearchStrategy[str], payload: Sequence[str],
+                      depth: int = 0) -> str:
+    """A guard that type-checks on a transition under `trigger` (docs/language.md §6): quorums, the payload's
+    `str` parameters, `task.` and `host.` fields, joined with `not`, `and`, `or`."""
+    quorum = st.tuples(role, _threshold()).map(lambda t: f"quorum({t[0]}, {t[1]})")
+    strs = [f"payload.{p}" for p in payload] + ["task.description", "task.workflow_step_id"]
+    str_expr = st.one_of(st.sampled_from(strs), text_lit)
+    base = st.one_of(
+        quorum, st.sampled_from(["task.is_from_office", "task.archived", "host.engine_ready"]),
+        st.tuples(str_expr, st.sampled_from(["==", "!="]), str_expr).map(" ".join))
+    if depth >= 2:
+        return draw(base)
+    sub = _transition_guard(trigger, role, payload, depth + 1)
+    return draw(st.one_of(
+        base, sub.map(lambda e: f"not ({e})"),
+        st.tuples(sub, st.sampled_from(["and", "or"]), sub).map(lambda t: f"({t[0]}) {t[1]} ({t[2]})")))
+
+
+INLINE_ON_ENTRY = ("enable_plan_mode", "set_session_mode", "auto_start_agent", "reset_agent_context")
+"""The prelude's entry-excluded kinds: `continue_on_failure` on them under `on_enter` is IL326."""
+
+
+def _with_options(move: str, options: str) -> str:
+    """A prelude transition with its arrival's `options` (ADR 0043), as a named argument."""
+    if move.endswith(")"):
+        return f"{move[:-1]}, options: {options})"
+    return f"{move}(options: {options})"
 
 
 @st.composite
@@ -419,7 +509,8 @@ def valid_programs(draw: st.DrawFn) -> str:
             st.lists(st.sampled_from(all_triggers), min_size=1, max_size=4, unique=True))
         param_text = draw(st.sampled_from(["", "()", "(note: str = \"\", level: int = 1, tags: list[str] = [])",
                                            "(th: threshold = n_approve(2), extra: map = {}, opt: str?)"]))
-        out.append(f"{cls} {k}{param_text}" + ("" if everywhere else " on " + ", ".join(on)))
+        retry = draw(_retry_text()) if cls == "task" and draw(st.booleans()) else ""
+        out.append(f"{cls} {k}{param_text}" + ("" if everywhere else " on " + ", ".join(on)) + retry)
         user_kinds[k] = on
         if "on_enter" in on:
             placed[draw(st.sampled_from(["exclude", "dispatch"]))].append(k)
@@ -435,7 +526,9 @@ def valid_programs(draw: st.DrawFn) -> str:
                                                         max_size=len(step_ids), unique=True)))
         body = ["hidden"] if draw(st.booleans()) else []
         if draw(st.booleans()):
-            body.append(f"description {draw(text_lit)}")
+            words = draw(st.lists(st.from_regex(r"[A-Za-z0-9.,-]{1,12}", fullmatch=True), min_size=1, max_size=30))
+            body.append(f"description {draw(text_lit)}" if draw(st.booleans())
+                        else "description " + blockstr.fold(" ".join(words), "    ", draw(st.integers(20, 100))))
         if draw(st.booleans()):
             body.append(f'agent_profile {{agent_name: {draw(text_lit)}, model: {draw(text_lit)}}}')
         for i, sid in enumerate(step_ids):
@@ -463,10 +556,24 @@ def valid_programs(draw: st.DrawFn) -> str:
                 items.append(f"agent_profile {q(draw(plain_text.filter(bool)))}")
             if i and draw(st.booleans()):
                 items.append(f"pull_from {draw(st.sampled_from(step_ids[:i]))}")
+            if draw(st.booleans()):  # ADR 0043: tag-configured steps never carry a profile nor are targeted
+                items.append(f"agent_tag {q(draw(plain_text.filter(lambda t: bool(t.strip()))))}"
+                             if i == len(step_ids) - 1 and not any(x.startswith("agent_profile") for x in items)
+                             else "session_target " + draw(st.sampled_from(
+                                 ["initial", *(f"step({other})" for other in step_ids[:-1])])))
             for trig in draw(st.lists(st.sampled_from(all_triggers), max_size=3, unique=True)):
-                acts = [a for a in (draw(_action_text(trig, step_ids, roles, user_kinds))
+                payload = PRELUDE_STR_PARAMS.get(trig) or trigger_params.get(trig, [])
+                acts = [a for a in (draw(_action_text(trig, step_ids, roles, user_kinds, payload,
+                                                      tuple(placed["exclude"])))
                                     for _ in range(draw(st.integers(0, 3)))) if a]
                 items.append(f"on {trig} {{ " + "\n      ".join(acts) + " }")
+            # timers (docs/language.md §6): never two of one kind and duration; actions of a generic trigger
+            timers = draw(st.lists(st.tuples(st.sampled_from(["after", "every"]), valid_durations), max_size=2,
+                                   unique_by=lambda t: (t[0], _seconds(t[1]))))
+            for mode, duration in timers:
+                acts = [a for a in (draw(_action_text("on_heartbeat", step_ids, roles, user_kinds))
+                                    for _ in range(draw(st.integers(0, 3)))) if a]
+                items.append(f"{mode} {_written(duration)} {{ " + "\n      ".join(acts) + " }")
             title = f" {draw(text_lit)}" if draw(st.booleans()) else ""
             body.append(f"step {sid}{title} {{\n    " + "\n    ".join(items) + "\n  }")
         title = f" {draw(text_lit)}" if draw(st.booleans()) else ""

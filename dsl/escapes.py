@@ -1,0 +1,38 @@
+"""A string literal's body in, its text (and where its first bad escape is) out: the language's escapes
+(docs/language.md §1), decoded once for every string the lowering builds."""
+
+from __future__ import annotations
+
+__all__ = ["unescape"]
+
+_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "0": "\0", "/": "/"}
+
+
+def unescape(body: str) -> tuple[str, int | None]:
+    """Decode a string literal's body; returns (text, offset of first bad escape or None)."""
+    if "\\" not in body:
+        return body, None
+    out: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        c = body[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        nxt = body[i + 1] if i + 1 < n else ""
+        if nxt in _ESCAPES:
+            out.append(_ESCAPES[nxt])
+            i += 2
+        elif nxt == "u" and i + 6 <= n and all(ch in "0123456789abcdefABCDEF" for ch in body[i + 2:i + 6]):
+            code = int(body[i + 2:i + 6], 16)
+            i += 6
+            low = body[i + 2:i + 6] if 0xD800 <= code <= 0xDBFF and body.startswith("\\u", i) else ""
+            if len(low) == 4 and all(ch in "0123456789abcdefABCDEF" for ch in low) and 0xDC00 <= int(low, 16) <= 0xDFFF:
+                # a surrogate pair, as JSON writes a character beyond U+FFFF: one character
+                code = 0x10000 + ((code - 0xD800) << 10) + (int(low, 16) - 0xDC00)
+                i += 6
+            out.append(chr(code))
+        else:
+            return "".join(out), i
+    return "".join(out), None
