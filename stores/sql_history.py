@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from interlock.runtime.history import ArrivalRow, DecisionRow, OperationRow, RunRow, TaskHistory
-from interlock.runtime.store import Decision, EntryRecord, Marker, MarkerState, Participant, QueuedRun
+from interlock.runtime.store import Decision, EntryRecord, Marker, MarkerState, QueuedRun
 
 from ._common import attempted_value, failed_value, payload_value
 from .sql_due import _COLS as _DUE_COLS

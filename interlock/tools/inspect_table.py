@@ -14,7 +14,7 @@ _STYLES = {"arrival": "bold", "operation": "cyan", "decision": "magenta", "run":
 def _time(at: float | None) -> str:
     if at is None:
         return "-"
-    return dt.datetime.fromtimestamp(at, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _entry(entry: dict[str, Any] | None) -> str:

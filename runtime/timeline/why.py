@@ -49,7 +49,7 @@ def _on_step(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _entry_answers(event: dict[str, Any], doc: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     entry = event["entry"]
     if entry is None:
         return out
@@ -80,7 +80,7 @@ def _entry_answers(event: dict[str, Any], doc: dict[str, Any]) -> list[dict[str,
 
 
 def _operation_answers(event: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     words = {"guard_false": "its guard `{guard}` was false when {op} was applied",
              "approval_required": "it requires approval: a person must move the task",
              "not_reached": "an earlier transition of the handler was taken",

@@ -189,7 +189,7 @@ def test_inspect_reads_through_a_connection_that_cannot_write(durable: Any) -> N
     expected = inspect_task(durable.store, "T1").to_json(why=True)
     store = open_readonly_store(durable.backend.url)
     try:
-        with pytest.raises(StoreError, match="read-only|readonly"):
+        with pytest.raises(StoreError, match=r"read-only|readonly"):
             store.put_task(TaskState("T2", "flow", "todo"))
         got = inspect_task(store, "T1").to_json(why=True)
     finally:
