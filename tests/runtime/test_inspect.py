@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from interlock.runtime import UnknownTaskError
-from interlock.runtime.timeline import INSPECT_VERSION, inspect_task
+from interlock.runtime import inspect_task
+from interlock.runtime.timeline import INSPECT_VERSION
 
 FLOW = """
 workflow flow "Flow" {
