@@ -34,6 +34,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 
 from interlock.runtime.frozen import builder
+from interlock.runtime.history import TaskHistory
 from interlock.runtime.store import (
     Claim,
     Decision,
@@ -730,6 +731,12 @@ class SqlStore:
             tx.cursor.execute(self._shared.sql(CLEAR_DECISIONS), {"task_id": task_id, "step_id": step_id,
                                                                   "now": self._shared.now()})
             return int(tx.cursor.rowcount)
+
+    def task_history(self, task_id: str) -> TaskHistory | None:
+        """Every row about `task_id` in one read-only snapshot (stores/sql_history.py); None: no such task."""
+        from .sql_history import read_history
+
+        return read_history(self, task_id)
 
     # ---- due rows and incidents (stores/sql_due.py, stores/sql_incidents.py) --------------------------
     def arm_timers(self, task_id: str, entry_id: int, workflow_id: str, step_id: str, plan: str | None,
