@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bulk_store  # noqa: E402
+import bulk_store
 
 
 def _explain(store: Any, task_id: str) -> list[tuple[str, str]]:

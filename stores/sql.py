@@ -545,8 +545,8 @@ class SqlStore:
     def finish_marker(self, entry_id: int, position: int, state: MarkerState, error: str | None = None) -> None:
         """Set a marker's state (and error); a position with no marker is left alone."""
         state = check_state(state)
-        params = {"entry_id": entry_id, "position": position, "state": state, "error": error,
-                  "now": None}
+        params: dict[str, Any] = {"entry_id": entry_id, "position": position, "state": state, "error": error,
+                                  "now": None}
         with self._tx("finishing a marker") as tx:
             params["now"] = self._shared.stamp(tx)
             tx.cursor.execute(self._shared.stmt.u_marker, params)
@@ -630,7 +630,7 @@ class SqlStore:
     # ---- runs, seats, decisions -------------------------------------------------------------------
     def enqueue_run(self, run: QueuedRun) -> bool:
         """Queue a run; False (and nothing written) if a run with this key exists."""
-        params = {"key": run.key, "task_id": run.task_id, "step_id": run.step_id, "agent": run.agent,
+        params: dict[str, Any] = {"key": run.key, "task_id": run.task_id, "step_id": run.step_id, "agent": run.agent,
                   "reason": run.reason, "payload": payload_text(run.payload) if run.payload else "{}", "entry_id": run.entry_id,
                   "operation_id": run.operation_id, "now": None}
         with self._tx("queueing a run") as tx:

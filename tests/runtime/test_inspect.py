@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from interlock.runtime import UnknownTaskError
-from interlock.runtime import inspect_task
+from interlock.runtime import UnknownTaskError, inspect_task
 from interlock.runtime.timeline import INSPECT_VERSION
 
 FLOW = """
