@@ -1,9 +1,8 @@
-"""Parsed arguments in, exit status out: the runtime-side commands (`simulate`, `test`, `db`).
+"""A scenario named on the command line in, its plan, its empty store and its trace out: what `interlock simulate`
+and `interlock test` share (`interlock.tools.simulate`, `interlock.runner`).
 
-Kept apart from `cli.py` so that `interlock check` never imports the runtime's store
-stack (SQLAlchemy, alembic): these modules load only when their command runs.
-Exit status: 0 ran (or all passed), 1 a scenario has errors or an expectation failed,
-2 usage (no such file, a bad or non-empty `--store`) or internal error.
+Kept apart from the commands' modules so that building their parsers never imports the runtime's store
+stack (SQLAlchemy, alembic): this module's imports load only when a scenario runs.
 """
 
 from __future__ import annotations
@@ -14,7 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["simulate", "test", "db", "run_scenario", "read_scenario", "plan_for", "scenario_files",
+from .cmdline import short as _short
+
+__all__ = ["run", "run_scenario", "read_scenario", "plan_for", "scenario_files",
            "open_empty_store", "CommandError"]
 
 
@@ -50,10 +51,6 @@ def plan_for(scenario: Any) -> Any:
         diagnostics = render_full(result.diagnostics, result.sources)
         raise ScenarioError(f"{where}: the workflow does not compile:\n{diagnostics}")
     return result.plan
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
 def read_scenario(name: str) -> Any:
@@ -131,28 +128,6 @@ def run_scenario(path: Path, store_url: str = "sqlite://") -> tuple[Any, Any]:
     return scenario, run(scenario, store_url)
 
 
-def _scenario_error(exc: Exception) -> None:
-    sys.stderr.write(f"{exc}\n")
-
-
-def simulate(args: argparse.Namespace) -> int:
-    from interlock.runtime.scenario import ScenarioError
-    from interlock.stores.engine import check_url
-
-    from .traces import TraceWriter
-
-    check_url(args.store)  # a bad URL is a usage error, whatever the scenario
-    fmt = args.format or ("table" if sys.stdout.isatty() else "jsonl")
-    try:
-        scenario = read_scenario(args.scenario)
-        # each record is written (and flushed) as it is made: Ctrl-C or a refused event leaves the trace so far
-        run(scenario, args.store, on_record=TraceWriter(sys.stdout, fmt))
-    except ScenarioError as exc:
-        _scenario_error(exc)
-        return 1
-    return 0
-
-
 def scenario_files(paths: list[str], args: argparse.Namespace | None = None) -> list[tuple[Path, str]]:
     """The scenario files of the paths given (folders: *.yaml and *.yml, recursively, sorted, skipping what the
     project's configuration and the default excludes leave out: `--exclude`, `--no-default-excludes`), each once,
@@ -185,23 +160,3 @@ def scenario_files(paths: list[str], args: argparse.Namespace | None = None) -> 
                 seen.add(key)
                 found.append((f, name))
     return found
-
-
-def test(args: argparse.Namespace) -> int:
-    """`interlock test` (interlock/runner/)."""
-    from interlock.runner import run_tests
-
-    return run_tests(args)
-
-
-def db(args: argparse.Namespace) -> int:
-    from interlock.stores.engine import check_url
-    from interlock.stores.migrate import current_revision, head_revision, upgrade
-
-    check_url(args.url)
-    if args.db_command == "upgrade":
-        revision = upgrade(args.url)
-        print(f"database at revision {revision} (head {head_revision()})")
-    else:
-        print(current_revision(args.url) or "(empty: no interlock schema)")
-    return 0

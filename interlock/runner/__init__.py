@@ -92,7 +92,7 @@ def _write(text: str, output: str | None) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    from interlock.cli import UsageError, output_target
+    from interlock.cmdline import UsageError, output_target
     from interlock.commands import CommandError
 
     try:

@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from interlock.cli import UsageError
+    from interlock.cmdline import UsageError
     from interlock.explain import docs_file, known_codes, page, suggest_code
 
     if docs_file("diagnostics.md") is None:

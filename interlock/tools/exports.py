@@ -53,7 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from interlock.cli import UsageError, _use_color, not_a_file, output_target
+    from interlock.cmdline import UsageError, not_a_file, output_target
+    from interlock.cmdline import use_color as _use_color
     from interlock.compiler import compile_bytes
     from interlock.dsl import parse_bytes
     from interlock.kandev.diagnostics import strict

@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="colour diagnostics: auto (a terminal without NO_COLOR), always or never (default: auto)")
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="print only diagnostics (and the diff or the formatted text), no file list or summary")
-    from interlock.cli import add_walk_options  # the CLI is loaded already: it builds this parser
+    from interlock.cmdline import add_walk_options
 
     add_walk_options(parser)
 
@@ -65,7 +65,8 @@ class _Outcome:
 
 
 def run(args: argparse.Namespace) -> int:
-    from interlock.cli import UsageError, _collect  # the CLI is loaded already: it called us
+    from interlock.cmdline import UsageError
+    from interlock.cmdline import collect_files as _collect
 
     files = _collect(args.paths, args)
     if files.count("-") > 1:

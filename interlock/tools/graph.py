@@ -87,7 +87,7 @@ def _format(args: argparse.Namespace) -> str:
 def _target(raw: str | None) -> Path | None:
     if raw is None or raw == "-":
         return None
-    from interlock.cli import UsageError, output_target
+    from interlock.cmdline import UsageError, output_target
 
     try:
         return output_target(raw, "diagram.mmd")

@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def read_input(name: str, shown: str, limit: int) -> tuple[str | None, str]:
     """The text of `name` (or standard input), or None and why not: too large or not UTF-8."""
-    from interlock.cli import UsageError
+    from interlock.cmdline import UsageError
 
     try:
         data = sys.stdin.buffer.read(limit + 1) if name == "-" else Path(name).read_bytes()
@@ -66,7 +66,8 @@ def read_input(name: str, shown: str, limit: int) -> tuple[str | None, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from interlock.cli import UsageError, _use_color
+    from interlock.cmdline import UsageError
+    from interlock.cmdline import use_color as _use_color
     from interlock.compiler import compile_bytes
     from interlock.dsl.source import SourceFile
     from interlock.kandev.diagnostics import kv, span_at, strict
@@ -81,11 +82,11 @@ def run(args: argparse.Namespace) -> int:
         if Path(args.output).is_dir():
             folder = Path(args.output)
         else:
-            from interlock.cli import output_target
+            from interlock.cmdline import output_target
 
             target = output_target(args.output, "workflow.wf")
     if args.file != "-" and not Path(args.file).is_file():
-        from interlock.cli import not_a_file
+        from interlock.cmdline import not_a_file
 
         raise UsageError(not_a_file(args.file, "import takes one kandev YAML file", "FILE.yml",
                                     "to write one .wf file per workflow into a folder, give the folder as `-o DIR`"))

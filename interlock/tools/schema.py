@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from interlock.cli import output_target
+    from interlock.cmdline import output_target
     from interlock.schemas import render
 
     target = output_target(args.output, f"{args.name}.schema.json") if args.output and args.output != "-" else None
