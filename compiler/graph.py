@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+from interlock.errors import InterlockError
 from interlock.runtime.plan import Plan, PlanAction, PlanStep, PlanWorkflow
 
 from .graph_handlers import handler_lines
@@ -50,7 +51,7 @@ LEGEND_FILL, LEGEND_STROKE = "#f7f7f7", "#999999"
 PULL_COLOR = "#555555"
 
 
-class GraphError(Exception):
+class GraphError(InterlockError):
     """The diagram asked for cannot be drawn (an unknown workflow, a plan without workflows)."""
 
 

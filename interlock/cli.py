@@ -24,6 +24,7 @@ from .cmdline import collect_with_config as collect_with_config
 from .cmdline import not_a_file as not_a_file
 from .cmdline import output_target as output_target
 from .cmdline import use_color as _use_color  # noqa: F401
+from .errors import InterlockError
 
 __all__ = ["main", "console", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE"]
 
@@ -73,32 +74,6 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.print_help(sys.stderr)
         raise SystemExit(EXIT_USAGE)
     return args
-
-
-def _known_errors() -> tuple[type[Exception], ...]:
-    """Errors that are the user's input, reported without a traceback (exit 2)."""
-    errors: list[type[Exception]] = [UsageError]
-    if "interlock.commands" in sys.modules:
-        from .commands import CommandError
-
-        errors.append(CommandError)
-    if "interlock.runtime.scenario" in sys.modules:
-        from interlock.runtime.scenario import ScenarioError
-
-        errors.append(ScenarioError)
-    if "interlock.runtime.plan" in sys.modules:
-        from interlock.runtime.plan import PlanError
-
-        errors.append(PlanError)
-    if "interlock.runtime.store" in sys.modules:
-        from interlock.runtime.store import StoreError
-
-        errors.append(StoreError)
-    if "interlock.runtime.errors" in sys.modules:
-        from interlock.runtime.errors import RuntimeFault
-
-        errors.append(RuntimeFault)
-    return tuple(errors)
 
 
 def _import_front_end() -> None:
@@ -152,7 +127,7 @@ def main(argv: Sequence[str] | None = None, *, one_shot: bool = False) -> int:
         return done.code if isinstance(done.code, int) else EXIT_USAGE
     try:
         return _run(args, one_shot)
-    except _known_errors() as exc:
+    except InterlockError as exc:  # the user's input (interlock.errors), reported without a traceback
         return fail(str(exc))
     except KeyboardInterrupt:
         sys.stderr.write("interlock: interrupted\n")

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from interlock.errors import UsageError
+
 __all__ = ["EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "EXIT_INTERRUPTED", "UsageError", "COLOR_HELP", "STDIN_HELP",
            "short", "use_color", "fail", "add_walk_options", "collect_with_config", "collect_files", "not_a_file",
            "output_target"]
@@ -26,10 +28,6 @@ EXIT_INTERRUPTED = 130
 
 COLOR_HELP = "colour diagnostics: auto (a terminal without NO_COLOR), always or never (default: auto)"
 STDIN_HELP = "name to report for `-` (default: <stdin>)"
-
-
-class UsageError(Exception):
-    """A problem with how the command was called (exit 2)."""
 
 
 def short(text: str, limit: int = 80) -> str:

@@ -13,13 +13,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from interlock.errors import InterlockError
+
 from .cmdline import short as _short
 
 __all__ = ["run", "run_scenario", "read_scenario", "plan_for", "scenario_files",
            "open_empty_store", "CommandError"]
 
 
-class CommandError(Exception):
+class CommandError(InterlockError):
     """A problem with the command's input (exit 2)."""
 
 

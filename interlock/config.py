@@ -20,12 +20,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from interlock.errors import InterlockError
+
 __all__ = ["Config", "ConfigError", "find_config", "load_config", "NO_CONFIG", "KEYS"]
 
 KEYS = ("ignore", "exclude", "docs_url")
 
 
-class ConfigError(Exception):
+class ConfigError(InterlockError):
     """A configuration file that cannot be used (the message names the file and the key)."""
 
 

@@ -16,6 +16,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from interlock.errors import InterlockError
+
 from .config import Config
 
 __all__ = ["DEFAULT_EXCLUDES", "Excludes", "walk_files", "collect", "NothingFound"]
@@ -127,7 +129,7 @@ def walk_files(root: Path, suffixes: tuple[str, ...], excludes: Excludes, config
     yield from sorted(found)
 
 
-class NothingFound(Exception):
+class NothingFound(InterlockError):
     """A folder named on the command line holds no file of the kind (the message names it)."""
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from interlock.errors import InterlockError
+
 __all__ = ["RuntimeFault", "UnknownTaskError", "UnknownStepError", "UnknownWorkflowError", "UnknownTriggerError",
            "ActionFailed", "PayloadError"]
 
 
-class RuntimeFault(Exception):
+class RuntimeFault(InterlockError):
     """Base class: a request the runtime refuses (nothing was changed)."""
 
 

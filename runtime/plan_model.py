@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from interlock.errors import InterlockError
+
 from .vocabulary import ActionClass, Level, Stage, Threshold, TimerKind
 
 __all__ = [
@@ -24,7 +26,7 @@ PLAN_VERSION = 2
 JsonValue = Any
 
 
-class PlanError(Exception):
+class PlanError(InterlockError):
     """A plan that cannot be used: unreadable, of another version, corrupted or edited."""
 
 

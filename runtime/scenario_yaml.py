@@ -13,6 +13,8 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 
+from interlock.errors import InterlockError
+
 __all__ = ["ScenarioError", "YamlReader", "count_nodes", "inline_source", "MAX_BYTES", "MAX_DEPTH",
            "MAX_ALIAS_VALUES"]
 
@@ -25,7 +27,7 @@ MAX_ALIAS_VALUES = 10_000
 _MAX_INT_CHARS = 30
 
 
-class ScenarioError(Exception):
+class ScenarioError(InterlockError):
     """A scenario that cannot be run; each line of the message starts `file:line:col:` (or `file:`)."""
 
     def __init__(self, message: str, *, trace: Any = None) -> None:

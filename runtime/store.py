@@ -14,6 +14,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from interlock.errors import InterlockError
+
 from .frozen import fast_init
 from .store_due import DueWork, IncidentStore
 
@@ -33,7 +35,7 @@ dead — its heartbeat ran out on the store's clock, or it stopped —: now this
 already) or `busy` (a live owner's delivery holds the claim)."""
 
 
-class StoreError(Exception):
+class StoreError(InterlockError):
     """The store could not do what was asked (connection lost, schema too old, …).
 
     `permanent`: the data itself was refused (a value the database cannot keep, a constraint it breaks), so the

@@ -39,6 +39,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
+from interlock.errors import InterlockError
 from interlock.runtime.plan import Plan
 from interlock.runtime.store import StoreError
 
@@ -54,7 +55,7 @@ REASONS = ("step_removed", "dead_end", "entry_step_removed", "entry_kind_removed
 _CHUNK = 500  # ids per IN (…) list: well under SQLite's and PostgreSQL's parameter limits
 
 
-class InflightError(Exception):
+class InflightError(InterlockError):
     """The store cannot be read: a bad URL, no such database, no interlock tables, a database error."""
 
 

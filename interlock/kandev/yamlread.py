@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from interlock.errors import InterlockError
+
 __all__ = ["YNode", "YamlError", "Comment", "read_yaml", "comments", "MAX_BYTES", "MAX_DEPTH", "MAX_ALIAS_VALUES"]
 
 MAX_BYTES = 1024 * 1024
@@ -23,7 +25,7 @@ MAX_ALIAS_VALUES = 10_000
 _TAG = "tag:yaml.org,2002:"
 
 
-class YamlError(Exception):
+class YamlError(InterlockError):
     """The text is not a YAML document this reader accepts; `line`/`col` are 1-based."""
 
     def __init__(self, message: str, line: int = 1, col: int = 1) -> None:

@@ -19,13 +19,14 @@ from urllib.parse import unquote, urlparse
 from interlock.dsl.files import read_limited
 from interlock.dsl.limits import DEFAULT_LIMITS, Limits
 from interlock.dsl.source import SourceFile
+from interlock.errors import InterlockError
 
 from .analysis import prelude_path
 
 __all__ = ["Refused", "path_of", "inside", "read_unsent"]
 
 
-class Refused(Exception):
+class Refused(InterlockError):
     """Why a file the client did not send is not read (the message names the file)."""
 
 

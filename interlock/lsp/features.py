@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as lsp
 
 from interlock.dsl import ir
+from interlock.errors import InterlockError
 from interlock.runtime.vocabulary import THRESHOLDS
 
 from .analysis import PRELUDE_FILE
@@ -44,7 +45,7 @@ STAGE_HELP = {"work": "the agent works on the task", "review": "reviewers decide
               "approval": "approvers sign off", "custom": "a stage of the host's own"}
 
 
-class RenameRefused(Exception):
+class RenameRefused(InterlockError):
     """Why a rename is refused (prelude name, keyword, invalid identifier, nothing renamable there)."""
 
 

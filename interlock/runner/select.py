@@ -11,13 +11,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from interlock.errors import InterlockError
+
 __all__ = ["SelectError", "compile_expression"]
 
 _TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
 _KEYWORDS = ("and", "or", "not")
 
 
-class SelectError(Exception):
+class SelectError(InterlockError):
     """A `-k` expression that does not parse."""
 
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from interlock.errors import InterlockError
+
 if TYPE_CHECKING:
     from interlock.compiler.diff import Change
     from interlock.runtime.plan import Plan
@@ -49,7 +51,7 @@ EPILOG = textwrap.fill(
     "revision, a file that does not compile, a bad --store URL or database).", 88)
 
 
-class DiffUsageError(Exception):
+class DiffUsageError(InterlockError):
     """The command cannot run as called (exit 2)."""
 
 

@@ -16,6 +16,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from interlock.errors import InterlockError
+
 HELP = "draw a file's workflows as a Mermaid, DOT, SVG or PNG diagram"
 DESCRIPTION = textwrap.fill(
     "Draw the workflows of a `.wf` file (or of a compiled plan, `.json`): a node per step, `[*]` into the start "
@@ -55,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="name to report for `-` (default: <stdin>)")
 
 
-class _Usage(Exception):
+class _Usage(InterlockError):
     """Exit 2 with this message."""
 
 

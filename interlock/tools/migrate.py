@@ -15,6 +15,8 @@ import json
 import sys
 from typing import Any
 
+from interlock.errors import InterlockError
+
 __all__ = ["HELP", "DESCRIPTION", "EPILOG", "add_arguments", "run"]
 
 HELP = "move the tasks a new plan strands (on steps it lacks) onto its steps"
@@ -48,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
 
 
-class MigrateUsageError(Exception):
+class MigrateUsageError(InterlockError):
     """A usage error of `interlock migrate` (exit 2)."""
 
 
