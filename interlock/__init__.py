@@ -1,68 +1,96 @@
 """interlock: a declarative rule engine with a typed DSL for workflow steps in agent/task orchestrators.
 
-The package is one namespaced distribution: `interlock.dsl` (front end), `interlock.compiler`
-(checks and plans), `interlock.runtime` (plan interpreter), `interlock.stores` (durable
-state).  This facade stays import-light: `interlock check` must start fast.
+What a host and a tool author need, from one import::
+
+    from interlock import compile_path, Runtime, ExecutorRegistry, open_store
+
+    plan = compile_path(Path("board.wf")).plan        # or load_plan(text) for a compiled plan
+    rt = Runtime(plan, open_store("sqlite:///app.db"), executors=ExecutorRegistry())
+
+The names are loaded when first used, so `import interlock` stays cheap and `interlock check` never loads the
+runtime.  The layers underneath are one namespaced distribution: `interlock.dsl` (front end),
+`interlock.compiler` (checks and plans), `interlock.runtime` (plan interpreter), `interlock.stores` (durable
+state); `interlock.errors` holds `InterlockError`, the root of every error that is the user's input.
 """
 
 from __future__ import annotations
 
-import os as _os
-import sys as _sys
+from importlib import import_module as _import_module
 from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
+from . import _checkout
 
 if _TYPE_CHECKING:
-    from collections.abc import Sequence as _Sequence
-    from importlib.machinery import ModuleSpec
-    from types import ModuleType
+    from .compiler import CompileResult, compile_bytes, compile_path, compile_source
+    from .dsl import Diagnostic, SourceFile
+    from .errors import InterlockError
+    from .runtime import (
+        ActionContext,
+        ActionFailed,
+        AsyncExecutorRegistry,
+        AsyncRuntime,
+        Directory,
+        ExecutorRegistry,
+        JsonLinesSink,
+        ListSink,
+        LoggingSink,
+        Participant,
+        PayloadError,
+        Plan,
+        PlanError,
+        Record,
+        RecordSink,
+        Runtime,
+        RuntimeFault,
+        StaticDirectory,
+        Store,
+        StoreError,
+        dump_plan,
+        load_plan,
+        store_task_loader,
+    )
+    from .stores import open_store
 
-__all__ = ["__version__"]
+__all__ = [
+    "__version__",
+    # compiling
+    "compile_path", "compile_source", "compile_bytes", "CompileResult", "SourceFile", "Diagnostic",
+    # running
+    "Runtime", "AsyncRuntime", "ExecutorRegistry", "AsyncExecutorRegistry", "ActionContext", "ActionFailed",
+    "Directory", "StaticDirectory", "Participant", "Plan", "load_plan", "dump_plan", "store_task_loader",
+    "Record", "RecordSink", "ListSink", "LoggingSink", "JsonLinesSink",
+    # storing
+    "open_store", "Store",
+    # errors
+    "InterlockError", "PlanError", "PayloadError", "RuntimeFault", "StoreError",
+]
 
 __version__ = "0.1.0"
 
-# The top-level folders of a checkout that install as `interlock.<folder>` (setup.py's ROOTS).
-_SUBPACKAGES = ("grammars", "dsl", "compiler", "runtime", "stores")
+_checkout.install()  # a program run from the root of a clone imports the clone whole (ADR 0018)
+
+_HOME = {
+    **dict.fromkeys(("compile_path", "compile_source", "compile_bytes", "CompileResult"), "compiler"),
+    **dict.fromkeys(("SourceFile", "Diagnostic"), "dsl"),
+    **dict.fromkeys(("Runtime", "AsyncRuntime", "ExecutorRegistry", "AsyncExecutorRegistry", "ActionContext",
+                     "ActionFailed", "Directory", "StaticDirectory", "Participant", "Plan", "load_plan", "dump_plan",
+                     "store_task_loader", "Record", "RecordSink", "ListSink", "LoggingSink", "JsonLinesSink", "Store",
+                     "PlanError", "PayloadError", "RuntimeFault", "StoreError"), "runtime"),
+    "open_store": "stores",
+    "InterlockError": "errors",
+}
+"""Each exported name and the subpackage it is defined in (imported when the name is first used)."""
 
 
-class _CheckoutFinder:
-    """Finds `interlock.<folder>` in the sibling folders of a checkout (ADR 0018).
-
-    Python puts the working directory (or a script's folder) first on `sys.path`, so a
-    program run from the root of a clone imports the clone's `interlock/` folder even when
-    interlock is installed as a wheel; that folder holds only the facade and the CLI, and
-    `interlock.compiler` would not be found.  This finder completes the checkout's package
-    from its siblings, so the checkout imports as a whole, never half checkout, half wheel."""
-
-    def __init__(self, root: str) -> None:
-        self.root = root
-
-    def find_spec(self, fullname: str, path: _Sequence[str] | None = None,
-                  target: ModuleType | None = None) -> ModuleSpec | None:
-        parent, _, name = fullname.partition(".")
-        if parent != __name__ or name not in _SUBPACKAGES:
-            return None  # deeper modules resolve through their own package's __path__
-        from importlib.util import spec_from_file_location
-
-        folder = _os.path.join(self.root, name)
-        return spec_from_file_location(fullname, _os.path.join(folder, "__init__.py"),
-                                       submodule_search_locations=[folder])
+def __getattr__(name: str) -> _Any:
+    home = _HOME.get(name)
+    if home is None:  # a submodule not imported yet (`from interlock import cli`) is found by the import system
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
 
 
-def _checkout_root() -> str | None:
-    """The clone's root when this file is the checkout's `interlock/__init__.py` (not an installed copy)."""
-    here = _os.path.dirname(_os.path.abspath(__file__))
-    if _os.path.isdir(_os.path.join(here, "compiler")):
-        return None  # an installed package: the subpackages are inside it
-    root = _os.path.dirname(here)
-    if not _os.path.isfile(_os.path.join(root, "setup.py")):
-        return None
-    if all(_os.path.isfile(_os.path.join(root, name, "__init__.py")) for name in _SUBPACKAGES):
-        return root
-    return None
-
-
-_root = _checkout_root()
-if _root is not None and not any(isinstance(f, _CheckoutFinder) for f in _sys.meta_path):
-    # appended: an editable install's own finder (earlier on the path) keeps resolving first
-    _sys.meta_path.append(_CheckoutFinder(_root))
-del _root
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
