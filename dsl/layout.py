@@ -176,6 +176,34 @@ def _fits(doc: Doc, mode: int, rest: list[tuple[int, int, Any]], width: int, wit
     return False
 
 
+def _group_mode(group: Group, mode: int, comment_waits: bool, stack: list[tuple[int, int, Any]], room: int) -> int:
+    """How a group is laid out: flat inside a flat one; broken when it must be, or when a comment waits for the end
+    of this line (the group's first break ends it); else flat if it fits in the `room` left on the line."""
+    if mode == _FLAT:
+        return _FLAT
+    if group.broken or comment_waits:
+        return _BROKEN
+    return _FLAT if _fits(group.doc, _FLAT, stack, room) else _BROKEN
+
+
+def _push_fill(stack: list[tuple[int, int, Any]], ind: int, mode: int, parts: list[Any], room: int,
+               comment_waits: bool) -> None:
+    """Push a fill's parts (content, separator, content, …): each separator breaks only when the content after it
+    does not fit in the `room` left on the line."""
+    if not parts:
+        return
+    if mode == _FLAT:
+        stack.extend((ind, _FLAT, x) for x in reversed(parts))
+        return
+    first = parts[0]
+    first_mode = _FLAT if _fits(first, _FLAT, [], room, with_rest=False) else _BROKEN
+    if len(parts) >= 3:
+        pair_fits = not comment_waits and _fits([first, parts[1], parts[2]], _FLAT, [], room, with_rest=False)
+        stack.append((ind, mode, Fill(parts[2:])))
+        stack.append((ind, _FLAT if pair_fits else _BROKEN, parts[1]))
+    stack.append((ind, first_mode, first))
+
+
 def render(doc: Doc, width: int = WIDTH) -> str:
     """Lay `doc` out at `width` columns; trailing comments of neighbouring lines are aligned."""
     lines: list[tuple[str, int, str | None]] = []  # (code, indentation, comment at its end)
@@ -233,14 +261,7 @@ def render(doc: Doc, width: int = WIDTH) -> str:
             if content or suffix is not None:
                 newline(ind)
         elif t is Group:
-            if mode == _FLAT:
-                stack.append((ind, _FLAT, d.doc))
-            elif d.broken or suffix is not None:
-                # a comment waits for the end of this line: the group's first break ends it
-                stack.append((ind, _BROKEN, d.doc))
-            else:
-                fits = _fits(d.doc, _FLAT, stack, width - col)
-                stack.append((ind, _FLAT if fits else _BROKEN, d.doc))
+            stack.append((ind, _group_mode(d, mode, suffix is not None, stack, width - col), d.doc))
         elif t is Flat:
             stack.append((ind, _FLAT, d.doc))
         elif t is Indent:
@@ -253,20 +274,7 @@ def render(doc: Doc, width: int = WIDTH) -> str:
             suffix = d.text
             suffix_at = len(cur)
         elif t is Fill:
-            parts = d.parts
-            if not parts:
-                continue
-            if mode == _FLAT:
-                stack.extend((ind, _FLAT, x) for x in reversed(parts))
-                continue
-            first = parts[0]
-            first_mode = _FLAT if _fits(first, _FLAT, [], width - col, with_rest=False) else _BROKEN
-            if len(parts) >= 3:
-                pair_fits = suffix is None and _fits([first, parts[1], parts[2]], _FLAT, [], width - col,
-                                                     with_rest=False)
-                stack.append((ind, mode, Fill(parts[2:])))
-                stack.append((ind, _FLAT if pair_fits else _BROKEN, parts[1]))
-            stack.append((ind, first_mode, first))
+            _push_fill(stack, ind, mode, d.parts, width - col, suffix is not None)
     if content or suffix is not None:
         newline(0)
     return _join(lines)
