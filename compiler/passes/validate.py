@@ -308,6 +308,7 @@ def _entry_policy(ctx: Context, out: list[Diagnostic]) -> None:
 
 
 def _dispatch_blocks(ctx: Context, out: list[Diagnostic]) -> None:
+    """One dispatch block per trigger; each block's event line, guards, loads and payload."""
     sym = ctx.symbols
     by_trigger: dict[str, ir.DispatchDecl] = {}
     for block in sym.dispatches:
@@ -319,81 +320,92 @@ def _dispatch_blocks(ctx: Context, out: list[Diagnostic]) -> None:
             out.append(make("duplicate-dispatch", block.trigger.span,
                             f"trigger `{trig}` already has a dispatch block (`{first.name.name}`)",
                             labels=(label(first.trigger.span, "first dispatch block"),)))
-    messages: dict[str, ir.StrLit] = {}
+    messages: dict[str, ir.StrLit] = {}  # guard messages are unique within the file
     for block in ctx.dispatches():
-        events = [i for i in block.items if isinstance(i, ir.EventItem)]
-        if not events:
-            out.append(make("dispatch-without-event", block.name.span,
-                            f"dispatch `{block.name.name}` has no `event` line", help="add `event RECORD`"))
-        for extra in events[1:]:
-            out.append(make("dispatch-without-event", extra.span, f"dispatch `{block.name.name}` has two `event` lines",
-                            labels=(label(events[0].span, "first event line"),)))
-        guards: dict[str, ir.Ident] = {}
-        loads: dict[str, ir.Ident] = {}
-
-        def guard(name: ir.Ident, level: str, message: ir.StrLit | None,
-                  guards: dict[str, ir.Ident] = guards) -> None:
-            if name.name in guards:
-                out.append(make("duplicate-guard-name", name.span, f"guard `{name.name}` is declared twice",
-                                labels=(label(guards[name.name].span, "first declared here"),)))
-            else:
-                guards[name.name] = name
-            if level != "silent" and message is None:
-                out.append(make("guard-message-missing", name.span,
-                                f"guard `{name.name}` records at `{level}` but has no message",
-                                help=f'add a stable message: `skip {name.name} {level} "…"`'))
-            if level == "silent" and message is not None:
-                out.append(make("silent-guard-with-message", message.span,
-                                f"guard `{name.name}` is silent, so its message is never recorded",
-                                help="drop the message or give the guard a level"))
-            if message is not None and level != "silent":
-                if message.value in messages:
-                    out.append(make("duplicate-guard-message", message.span,
-                                    "this guard message is already used; messages must be unique within the file",
-                                    labels=(label(messages[message.value].span, "first used here"),)))
-                else:
-                    messages[message.value] = message
-
-        for item in block.items:
-            if isinstance(item, ir.SkipItem):
-                guard(item.name, item.level, item.message)
-            elif isinstance(item, ir.LoadItem):
-                if item.name.name in loads or item.name.name in ("event", "host"):
-                    out.append(make("duplicate-load", item.name.span, f"`{item.name.name}` is already defined "
-                                    "in this dispatch block"))
-                loads[item.name.name] = item.name
-                seen_outcomes: set[str] = set()
-                for case in item.cases:
-                    for outcome in case.outcomes:
-                        if outcome in seen_outcomes:
-                            out.append(make("duplicate-guard-name", case.guard.span,
-                                            f"the `{outcome}` outcome of `{item.name.name}` is handled twice"))
-                        seen_outcomes.add(outcome)
-                    guard(case.guard, case.level, case.message)
+        _dispatch_items(block, messages, out)
         trigger = sym.triggers.get(block.trigger.name)
-        if trigger is None:
-            continue
-        params = {p.name.name: p for p in trigger.params}
-        payloads = [i for i in block.items if isinstance(i, ir.PayloadItem)]
-        if not payloads and params:
-            out.append(make("payload-mismatch", block.name.span,
-                            f"dispatch `{block.name.name}` has no payload, but `{trigger.name.name}` takes "
-                            + listing(params)))
-        for extra_payload in payloads[1:]:
-            out.append(make("payload-mismatch", extra_payload.span, "a dispatch block has one `payload`"))
-        if payloads:
-            payload = payloads[0]
-            assigned: dict[str, ir.Assignment] = {}
-            for a in payload.assignments:
-                if a.name.name not in params:
-                    out.append(make("payload-mismatch", a.name.span,
-                                    f"`{trigger.name.name}` has no parameter `{a.name.name}`",
-                                    labels=(label(trigger.name.span, "trigger declared here"),)))
-                elif a.name.name in assigned:
-                    out.append(make("payload-mismatch", a.name.span, f"`{a.name.name}` is assigned twice"))
-                assigned.setdefault(a.name.name, a)
-            missing = [p for p in params if p not in assigned]
-            if missing:
-                out.append(make("payload-mismatch", payload.span,
-                                "payload misses " + listing(missing) +
-                                f" of `{trigger.name.name}`"))
+        if trigger is not None:
+            _dispatch_payload(block, trigger, out)
+
+
+def _dispatch_items(block: ir.DispatchDecl, messages: dict[str, ir.StrLit], out: list[Diagnostic]) -> None:
+    """A dispatch block's one `event` line, its guards (names, levels, messages) and its loads."""
+    events = [i for i in block.items if isinstance(i, ir.EventItem)]
+    if not events:
+        out.append(make("dispatch-without-event", block.name.span,
+                        f"dispatch `{block.name.name}` has no `event` line", help="add `event RECORD`"))
+    for extra in events[1:]:
+        out.append(make("dispatch-without-event", extra.span, f"dispatch `{block.name.name}` has two `event` lines",
+                        labels=(label(events[0].span, "first event line"),)))
+    guards: dict[str, ir.Ident] = {}
+    loads: dict[str, ir.Ident] = {}
+    for item in block.items:
+        if isinstance(item, ir.SkipItem):
+            _guard(item.name, item.level, item.message, guards, messages, out)
+        elif isinstance(item, ir.LoadItem):
+            if item.name.name in loads or item.name.name in ("event", "host"):
+                out.append(make("duplicate-load", item.name.span, f"`{item.name.name}` is already defined "
+                                "in this dispatch block"))
+            loads[item.name.name] = item.name
+            seen_outcomes: set[str] = set()
+            for case in item.cases:
+                for outcome in case.outcomes:
+                    if outcome in seen_outcomes:
+                        out.append(make("duplicate-guard-name", case.guard.span,
+                                        f"the `{outcome}` outcome of `{item.name.name}` is handled twice"))
+                    seen_outcomes.add(outcome)
+                _guard(case.guard, case.level, case.message, guards, messages, out)
+
+
+def _guard(name: ir.Ident, level: str, message: ir.StrLit | None, guards: dict[str, ir.Ident],
+           messages: dict[str, ir.StrLit], out: list[Diagnostic]) -> None:
+    """One guard of a dispatch block (a `skip` line or a load's case): its name once in the block, a message when it
+    records, none when silent, and a message used once in the file."""
+    if name.name in guards:
+        out.append(make("duplicate-guard-name", name.span, f"guard `{name.name}` is declared twice",
+                        labels=(label(guards[name.name].span, "first declared here"),)))
+    else:
+        guards[name.name] = name
+    if level != "silent" and message is None:
+        out.append(make("guard-message-missing", name.span,
+                        f"guard `{name.name}` records at `{level}` but has no message",
+                        help=f'add a stable message: `skip {name.name} {level} "…"`'))
+    if level == "silent" and message is not None:
+        out.append(make("silent-guard-with-message", message.span,
+                        f"guard `{name.name}` is silent, so its message is never recorded",
+                        help="drop the message or give the guard a level"))
+    if message is not None and level != "silent":
+        if message.value in messages:
+            out.append(make("duplicate-guard-message", message.span,
+                            "this guard message is already used; messages must be unique within the file",
+                            labels=(label(messages[message.value].span, "first used here"),)))
+        else:
+            messages[message.value] = message
+
+
+def _dispatch_payload(block: ir.DispatchDecl, trigger: ir.TriggerDecl, out: list[Diagnostic]) -> None:
+    """A dispatch block's one `payload`, assigning each parameter of its trigger once."""
+    params = {p.name.name: p for p in trigger.params}
+    payloads = [i for i in block.items if isinstance(i, ir.PayloadItem)]
+    if not payloads and params:
+        out.append(make("payload-mismatch", block.name.span,
+                        f"dispatch `{block.name.name}` has no payload, but `{trigger.name.name}` takes "
+                        + listing(params)))
+    for extra_payload in payloads[1:]:
+        out.append(make("payload-mismatch", extra_payload.span, "a dispatch block has one `payload`"))
+    if payloads:
+        payload = payloads[0]
+        assigned: dict[str, ir.Assignment] = {}
+        for a in payload.assignments:
+            if a.name.name not in params:
+                out.append(make("payload-mismatch", a.name.span,
+                                f"`{trigger.name.name}` has no parameter `{a.name.name}`",
+                                labels=(label(trigger.name.span, "trigger declared here"),)))
+            elif a.name.name in assigned:
+                out.append(make("payload-mismatch", a.name.span, f"`{a.name.name}` is assigned twice"))
+            assigned.setdefault(a.name.name, a)
+        missing = [p for p in params if p not in assigned]
+        if missing:
+            out.append(make("payload-mismatch", payload.span,
+                            "payload misses " + listing(missing) +
+                            f" of `{trigger.name.name}`"))
