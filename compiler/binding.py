@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from interlock.dsl import Diagnostic, ir
 from interlock.dsl.diagnostics import label, make
 
-from .symbols import listing, suggest
+from .symbols import Signature, listing, suggest
 
 __all__ = ["Signature", "bind_args", "is_required", "signature"]
 
 
 def is_required(param: ir.Param) -> bool:
     return param.default is None and not param.type.optional
-
-
-class Signature(NamedTuple):
-    """A kind's parameters as `bind_args` uses them: built once per kind, not once per call."""
-
-    params: dict[str, ir.Param]
-    order: list[str]
-    required: tuple[ir.Param, ...]
-    required_names: frozenset[str]
-    takes: str  # help text naming the parameters
 
 
 def signature(kind: ir.ActionKindDecl) -> Signature:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, TypeVar
+from typing import NamedTuple, TypeVar
 
 from interlock.dsl import Diagnostic, ir
 from interlock.dsl.diagnostics import label, make
@@ -18,10 +18,7 @@ from interlock.runtime.vocabulary import STAGES, THRESHOLDS  # defined once, for
 
 from .program import Program
 
-if TYPE_CHECKING:
-    from .binding import Signature
-
-__all__ = ["Symbols", "collect_symbols", "suggest", "suggestion_budget", "listing", "STAGES", "THRESHOLDS"]
+__all__ = ["Symbols", "Signature", "collect_symbols", "suggest", "suggestion_budget", "listing", "STAGES", "THRESHOLDS"]
 
 
 
@@ -113,6 +110,17 @@ def listing(names: Collection[str], *, limit: int = 8, noun: str = "") -> str:
     shown = [f"`{n}`" for n in (list(names)[:limit] if len(names) > limit else names)]
     rest = len(names) - len(shown)
     return ", ".join(shown) + (f" and {rest:,} more{' ' + noun if noun else ''}" if rest else "")
+
+
+class Signature(NamedTuple):
+    """A kind's parameters as `binding.bind_args` uses them: built once per kind, not once per call (cached in
+    `Symbols.signatures`)."""
+
+    params: dict[str, ir.Param]
+    order: list[str]
+    required: tuple[ir.Param, ...]
+    required_names: frozenset[str]
+    takes: str  # help text naming the parameters
 
 
 def _dup(kind: str, ident: ir.Ident, first: ir.Ident) -> Diagnostic:

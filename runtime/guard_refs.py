@@ -2,7 +2,7 @@
 transition's guard): the guard part of `plan.reference_problems` (ADR 0038).
 
 It reads expressions by their `op` tag, never by class, so it needs nothing of `plan` at run time (`plan` imports
-this module when it loads a plan).
+this module when it loads a plan); its annotations name the models (`plan_model`), never `plan`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .plan import Plan, PlanExpr
+    from .plan_model import Plan, PlanExpr
 
 __all__ = ["GUARD_NAMES", "nodes", "guard_problems"]
 

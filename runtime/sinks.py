@@ -17,10 +17,7 @@ import os
 import re
 import threading
 from collections.abc import Mapping
-from typing import IO, TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # for annotations only: `records.LoguruSink` imports this module when it first prints a record
-    from .records import Record
+from typing import IO, Any, Protocol
 
 __all__ = ["FIRST_FIELDS", "record_text", "LoggingSink", "JsonLinesSink"]
 
@@ -34,6 +31,20 @@ _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")  # a plan revision
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 # names a `logging.LogRecord` has already: such a field is kept only under the record's `interlock` attribute
 _RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime", "interlock"}
+
+
+class Record(Protocol):
+    """What a sink reads of a record (`interlock.runtime.records.Record`, which imports this module when its
+    `LoguruSink` first prints one: this module does not import it back)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def level(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def fields(self) -> Mapping[str, Any]: ...
 
 
 def _value_text(value: Any) -> str:

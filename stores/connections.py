@@ -15,7 +15,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import URL
@@ -25,9 +25,6 @@ from interlock.runtime.store import StoreError
 
 from .engine import memory_lock, store_error
 from .statements import Statements
-
-if TYPE_CHECKING:
-    from .sql import SqlStore
 
 __all__ = ["IDLE_CONNECTIONS", "Tx", "Shared", "Write", "Savepoint"]
 
@@ -53,7 +50,7 @@ class Tx:
         # SQLite: the task row `get_task` read in this transaction, until anything writes a task.  BEGIN IMMEDIATE
         # holds the database's write lock, so nothing else can change it: `move_task` need not read it again.
         self.task_row: tuple[Any, ...] | None = None
-        self.bound: SqlStore | None = None  # the store bound to this connection's units (made once)
+        self.bound: object = None  # the store bound to this connection's units (made once; `SqlStore._bound`)
 
 
 _ALL_SHARED: weakref.WeakSet[Shared] = weakref.WeakSet()

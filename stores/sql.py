@@ -196,7 +196,7 @@ class SqlStore:
 
     @classmethod
     def _bound(cls, shared: Shared, tx: Tx, clock: Callable[[], float] | None = None) -> SqlStore:
-        store = tx.bound
+        store = cast("SqlStore | None", tx.bound)  # only `_bound` sets it: a `SqlStore` or None
         if store is not None and store._clock is clock:
             return store
         store = tx.bound = cls.__new__(cls)

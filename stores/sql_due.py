@@ -31,7 +31,7 @@ from ._due_rules import check_retry, check_timer, timer_key
 from .statements import Q_MARKER
 
 if TYPE_CHECKING:
-    from .sql import SqlStore
+    from .sql_host import SqlHost
 
 __all__ = ["SqlDue", "clock_sql", "clock_params"]
 
@@ -68,7 +68,7 @@ def clock_sql(text: str, clocked: bool) -> str:
     return text.replace("{NOW}", "CAST(:epoch AS DOUBLE PRECISION)" if clocked else "(SELECT {EPOCH})")
 
 
-def clock_params(store: SqlStore, params: dict[str, Any]) -> dict[str, Any]:
+def clock_params(store: SqlHost, params: dict[str, Any]) -> dict[str, Any]:
     """`params` with the test clock's reading as `epoch` (None without a test clock: the statement reads the
     database's)."""
     clock = store._clock
@@ -81,7 +81,7 @@ class SqlDue:
 
     __slots__ = ("_store",)
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlHost) -> None:
         self._store = store
 
     def _sql(self, text: str) -> str:

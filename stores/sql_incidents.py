@@ -35,7 +35,7 @@ from .sql_due import clock_params, clock_sql
 from .statements import _ALIVE
 
 if TYPE_CHECKING:
-    from .sql import SqlStore
+    from .sql_host import SqlHost
 
 __all__ = ["SqlIncidents"]
 
@@ -86,7 +86,7 @@ class SqlIncidents:
 
     __slots__ = ("_store",)
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlHost) -> None:
         self._store = store
 
     def _sql(self, text: str) -> str:

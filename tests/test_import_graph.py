@@ -1,8 +1,10 @@
 """The packages' import graph is acyclic and goes one way: `grammars <- dsl <- compiler -> runtime <- stores`.
 
-Read from the source (every `import` a module runs, at its top or inside a function; imports under
-`if TYPE_CHECKING:` are for type checkers only and left out), so a cycle through a lazy import is
-found too.  Modules are nodes; packages are layers.
+Read from the source (every `import` a module runs, at its top or inside a function), so a cycle through a lazy
+import is found too.  Imports under `if TYPE_CHECKING:` are for type checkers only: the layers' direction leaves
+them out, but the cycle count takes them in (a cycle of annotations is still two modules that cannot be read one
+without the other), over every folder, the CLI's and tools' `interlock/` included.  Modules are nodes; packages
+are layers.  `interlock.errors` (the root of the user's errors) imports nothing: every layer may import it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("grammars", "dsl", "compiler", "runtime", "stores")
+FOLDERS = (*PACKAGES, "interlock")
+"""Every folder of the distribution: `interlock/` installs as the top package itself."""
 ALLOWED: dict[str, set[str]] = {
     "grammars": set(),
     "dsl": {"grammars"},
@@ -23,17 +27,19 @@ ALLOWED: dict[str, set[str]] = {
 """The packages each package may import (besides itself)."""
 
 
-def _modules() -> dict[str, Path]:
+def _modules(folders: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
     found = {}
-    for package in PACKAGES:
+    for package in folders:
         for path in sorted((ROOT / package).rglob("*.py")):
-            if "migrations" in path.parts:  # alembic loads these by path, never by import
+            if "migrations" in path.parts or "__pycache__" in path.parts:  # alembic loads these by path
                 continue
             rel = path.relative_to(ROOT).with_suffix("")
             parts = list(rel.parts)
             if parts[-1] == "__init__":
                 parts.pop()
-            found["interlock." + ".".join(parts)] = path
+            if parts and parts[0] == "interlock":  # the top folder is the package `interlock` itself
+                parts.pop(0)
+            found[".".join(["interlock", *parts])] = path
     return found
 
 
@@ -48,9 +54,9 @@ def _type_checking_lines(tree: ast.Module) -> set[int]:
     return lines
 
 
-def _imports(name: str, path: Path, modules: dict[str, Path]) -> Iterator[str]:
+def _imports(name: str, path: Path, modules: dict[str, Path], type_checking: bool = False) -> Iterator[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skip = _type_checking_lines(tree)
+    skip = set() if type_checking else _type_checking_lines(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(tree):
         if getattr(node, "lineno", None) in skip:
@@ -74,13 +80,13 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> Iterator[str]:
                 yield target
 
 
-def _graph() -> dict[str, set[str]]:
-    modules = _modules()
-    return {name: set(_imports(name, path, modules)) for name, path in modules.items()}
+def _graph(folders: tuple[str, ...] = PACKAGES, type_checking: bool = False) -> dict[str, set[str]]:
+    modules = _modules(folders)
+    return {name: set(_imports(name, path, modules, type_checking)) for name, path in modules.items()}
 
 
 def _layer(module: str) -> str:
-    return module.split(".")[1]
+    return module.split(".")[1] if "." in module else ""
 
 
 def test_every_import_goes_the_way_the_layers_allow() -> None:
@@ -89,12 +95,14 @@ def test_every_import_goes_the_way_the_layers_allow() -> None:
     assert not wrong, "imports against grammars <- dsl <- compiler -> runtime <- stores:\n" + "\n".join(wrong)
 
 
-def test_the_module_graph_has_no_cycle() -> None:
-    graph = _graph()
-    # a package imports its own modules from its __init__ (its public API): edges into the package's own
-    # facade are the only ones left out, since every module of a package is below its facade
-    for name in graph:
-        graph[name] = {t for t in graph[name] if not (t.count(".") == 1 and _layer(t) == _layer(name))}
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle through each back edge of a depth-first walk (none when the graph is acyclic).  A package imports
+    its own modules from its __init__ (its public API), and the facade `interlock` names every layer: edges into
+    a facade from below it are left out, since every module of a package is below its facade."""
+    def facade_of(name: str, target: str) -> bool:
+        return target == "interlock" or (target.count(".") == 1 and _layer(target) == _layer(name))
+
+    graph = {name: {t for t in targets if not facade_of(name, t)} for name, targets in graph.items()}
     state: dict[str, int] = {}
     stack: list[str] = []
     cycles: list[list[str]] = []
@@ -113,7 +121,38 @@ def test_the_module_graph_has_no_cycle() -> None:
     for node in sorted(graph):
         if node not in state:
             visit(node)
+    return cycles
+
+
+def test_the_module_graph_has_no_cycle() -> None:
+    cycles = _cycles(_graph())
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_no_cycle_even_through_type_checking_imports_in_any_folder() -> None:
+    graph = _graph(FOLDERS, type_checking=True)
+    assert {"interlock.cli", "interlock.tools.check", "interlock.stores.sql", "interlock.runtime.plan"} <= set(graph)
+    cycles = _cycles(graph)
+    assert not cycles, "import cycles (TYPE_CHECKING imports counted):\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_cycle_count_sees_a_type_checking_cycle(tmp_path: Path) -> None:
+    """Control: two modules that import each other only for annotations are a cycle for the count."""
+    (tmp_path / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n",
+                                   encoding="utf-8")
+    (tmp_path / "b.py").write_text("def f():\n    from .a import A\n", encoding="utf-8")
+    modules = {"interlock.x.a": tmp_path / "a.py", "interlock.x.b": tmp_path / "b.py"}
+    graph = {name: set(_imports(name, path, modules, type_checking=True)) for name, path in modules.items()}
+    assert _cycles(graph) == [["interlock.x.a", "interlock.x.b", "interlock.x.a"]]
+    without = {name: set(_imports(name, path, modules)) for name, path in modules.items()}
+    assert _cycles(without) == []
+
+
+def test_the_errors_root_imports_nothing() -> None:
+    """Every layer, the runtime included, may import `interlock.errors`: it must load no other module."""
+    tree = ast.parse((ROOT / "interlock" / "errors.py").read_text(encoding="utf-8"))
+    imported = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+    assert imported == ["from __future__ import annotations"]
 
 
 def test_the_dsl_names_the_levels_the_runtime_defines() -> None:

@@ -45,7 +45,7 @@ class Analysis:
     def index(self) -> Index:
         from .index import build_index
 
-        return build_index(self)
+        return build_index(self.program, self.symbols)
 
 
 def prelude_path() -> Path:

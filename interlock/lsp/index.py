@@ -1,4 +1,4 @@
-"""An analysis in, every name occurrence out: where each step, kind, trigger, role, record, field,
+"""An analysed program and its symbols in, every name occurrence out: where each step, kind, trigger, role, record, field,
 parameter and module is declared and where it is used, by a key that names it unambiguously
 (`("step", workflow, id)`, `("kind", name)`, …).  Built once per analysis, on the first request."""
 
@@ -12,9 +12,10 @@ from interlock.dsl import ir
 from interlock.dsl.source import Span
 
 if TYPE_CHECKING:
-    from .analysis import Analysis
+    from interlock.compiler.program import Program
+    from interlock.compiler.symbols import Symbols
 
-__all__ = ["Key", "Occurrence", "Index", "build_index", "name_span"]
+__all__ = ["Key", "Occurrence", "Index", "build_index", "name_span", "index_guard"]
 
 Key = tuple[str, ...]
 
@@ -58,9 +59,9 @@ def name_span(span: Span, name: str) -> Span:
     return Span(file=span.file, line=span.line, col=span.col, end_line=span.line, end_col=span.col + len(name))
 
 
-def build_index(analysis: Analysis) -> Index:
+def build_index(program: Program | None, symbols: Symbols | None) -> Index:
+    """Every name occurrence of an analysed program (an empty index when it has none: it did not parse)."""
     index = Index()
-    program, symbols = analysis.program, analysis.symbols
     if program is None or symbols is None:
         return index
     for module in program.modules:
@@ -135,8 +136,6 @@ def _decl(index: Index, decl: ir.Decl, symbols: object) -> None:
 def _step(index: Index, wf: str, step: ir.StepDecl, symbols: object) -> None:
     from interlock.compiler.symbols import Symbols
 
-    from .guards import index_guard
-
     assert isinstance(symbols, Symbols)
     for setting in step.settings:
         if isinstance(setting.value, ir.Ident):
@@ -167,3 +166,43 @@ def _step(index: Index, wf: str, step: ir.StepDecl, symbols: object) -> None:
                         index.add(value.span, ("step", wf, value.parts[0]))
                     elif param.type.name == "role":
                         index.add(value.span, ("role", value.parts[0]))
+
+
+def _paths(expr: ir.Expr) -> list[ir.PathExpr]:
+    found: list[ir.PathExpr] = []
+    stack: list[ir.Expr] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ir.PathExpr):
+            found.append(node)
+        elif isinstance(node, ir.NotExpr):
+            stack.append(node.operand)
+        elif isinstance(node, ir.BinaryExpr):
+            stack.extend((node.right, node.left))
+    return found
+
+
+def _key(trigger: str, head: str, field: str) -> Key | None:
+    if head == "payload":
+        return ("payload", trigger, field)
+    if head in ("task", "host"):
+        return ("field", head, field)
+    return None
+
+
+def index_guard(index: Index, trigger: str, guard: ir.Expr) -> None:
+    """Index the roles and thresholds of a guard's quorums and the fields its paths read (a path written on one
+    line without spaces: its field's column is then known)."""
+    from interlock.compiler.guards import quorums  # here: the server answers `initialize` before the compiler loads
+
+    for q in quorums(guard):
+        index.add(q.role.span, ("role", q.role.name))
+        index.add(q.threshold.name.span, ("threshold", q.threshold.name.name))
+    for path in _paths(guard):
+        span = path.span
+        if len(path.parts) < 2 or span.line != span.end_line or span.end_col - span.col != len(path.dotted):
+            continue
+        key = _key(trigger, path.parts[0], path.parts[1])
+        if key is not None:
+            at = span.model_copy(update={"col": span.col + len(path.parts[0]) + 1})
+            index.add(name_span(at, path.parts[1]), key)

@@ -1,0 +1,31 @@
+"""What the parts of the SQL store ask of the store they serve: the `SqlHost` protocol.
+
+`SqlStore` (`stores/sql.py`) composes its parts (`SqlDue`, `SqlIncidents`) and imports them; they name the store
+through this protocol, never by importing `stores/sql.py` back, so the module graph has no cycle even through
+`TYPE_CHECKING` imports (`tests/test_import_graph.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .connections import Shared, Write
+
+__all__ = ["SqlHost"]
+
+
+class SqlHost(Protocol):
+    """The store as its parts use it: its engine's shared state, its clock, its writes and its reads."""
+
+    _shared: Shared
+    _clock: Callable[[], float] | None
+
+    def _tx(self, doing: str) -> Write:
+        """A write: joins the bound or thread's unit, else one transaction of its own."""
+        ...
+
+    def _rows(self, doing: str, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """The rows of one read."""
+        ...
