@@ -92,13 +92,7 @@ def _write(text: str, output: str | None) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    from interlock.cmdline import UsageError, output_target
-    from interlock.commands import CommandError
+    from interlock.atomic import write_atomic
+    from interlock.cmdline import output_target
 
-    try:
-        target = output_target(output, "report")
-    except UsageError as exc:
-        raise CommandError(str(exc)) from None
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(target)
+    write_atomic(output_target(output, "report"), text)  # never through a planted symlink, never half a report

@@ -20,6 +20,7 @@ from interlock.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pr_review.wf"
 KANDEV = ROOT / "tests" / "kandev" / "fixtures" / "template-all-fields.yml"
+SCENARIO = ROOT / "examples" / "scenarios" / "agent_error_guards.yaml"
 VICTIM = "precious: must never change\n"
 UNFORMATTED = "role   reviewer\n\n\n\nworkflow w {\n      step a { start }\n}\n"
 
@@ -53,6 +54,8 @@ COMMANDS = [
     Command("import", lambda t, o: ["import", str(KANDEV), "-o", str(o), "-q"],
             lambda t: ["import", str(KANDEV), "-q"], "workflow.wf"),
     Command("fmt", lambda t, o: ["fmt", "-q", str(o)], None, "messy.wf"),
+    Command("test", lambda t, o: ["test", str(SCENARIO), "-o", str(o)], lambda t: ["test", str(SCENARIO)],
+            "report.txt"),
 ]
 
 
