@@ -3,7 +3,7 @@ show of a guard, written as the source writes it, with only the parentheses prec
 
 from __future__ import annotations
 
-from interlock.dsl.printer import quote
+from interlock.dsl.escapes import quote
 from interlock.runtime.guards import guard_of
 from interlock.runtime.plan import BinX, LitX, NotX, PathX, PlanAction, PlanExpr, QuorumX
 

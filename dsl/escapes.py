@@ -1,11 +1,14 @@
-"""A string literal's body in, its text (and where its first bad escape is) out: the language's escapes
-(docs/language.md §1), decoded once for every string the lowering builds."""
+"""The language's string escapes (docs/language.md §1), both ways and in one place: a string literal's body in, its
+text (and where its first bad escape is) out (`unescape`, for every string the lowering builds); a text in, the
+literal the lexer reads back as exactly that text out (`quote`, for everything that prints `.wf`: the IR printer,
+the kandev bridge, the diagrams' guard labels)."""
 
 from __future__ import annotations
 
-__all__ = ["unescape"]
+__all__ = ["unescape", "quote"]
 
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "0": "\0", "/": "/"}
+_SIMPLE_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
 def unescape(body: str) -> tuple[str, int | None]:
@@ -36,3 +39,20 @@ def unescape(body: str) -> tuple[str, int | None]:
         else:
             return "".join(out), i
     return "".join(out), None
+
+
+def quote(text: str) -> str:
+    """`text` as a `.wf` string literal, escaped so that the lexer reads back exactly `text` (`unescape`)."""
+    import unicodedata  # here: the lowering, on every `interlock check`, needs `unescape` alone
+
+    out = ['"']
+    for c in text:
+        simple = _SIMPLE_ESCAPES.get(c)
+        if simple is not None:
+            out.append(simple)
+        elif ord(c) <= 0xFFFF and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            out.append(f"\\u{ord(c):04x}")  # \uXXXX covers the BMP only; astral characters are written as themselves
+        else:
+            out.append(c)
+    out.append('"')
+    return "".join(out)

@@ -10,15 +10,14 @@ the IR does not hold them.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 
 from . import blockstr, ir
+from .escapes import quote
 
 __all__ = ["format_module", "format_value", "format_expr", "quote"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-_SIMPLE_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 # Words the grammar spells as literals.  A map key spelled like one is quoted so that it
 # can never be read as the keyword, whatever the parser state.
 _KEYWORDS = frozenset({
@@ -39,22 +38,6 @@ _BINARY_PREC = {"or": _OR, "and": _AND, "==": _CMP, "!=": _CMP, "??": _COALESCE}
 # `==`/`!=` take one comparison at most, so neither side may itself be a comparison.
 _OPERAND_PREC = {_OR: (_OR, _AND), _AND: (_AND, _NOT), _CMP: (_COALESCE, _COALESCE),
                  _COALESCE: (_COALESCE, _ATOM)}
-
-
-def _escape_char(c: str) -> str:
-    simple = _SIMPLE_ESCAPES.get(c)
-    if simple is not None:
-        return simple
-    code = ord(c)
-    # \uXXXX covers the BMP only; astral characters are written as themselves.
-    if code <= 0xFFFF and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
-        return f"\\u{code:04x}"
-    return c
-
-
-def quote(text: str) -> str:
-    """`text` as a `.wf` string literal, escaped so that the lexer reads back exactly `text`."""
-    return '"' + "".join(_escape_char(c) for c in text) + '"'
 
 
 def _key(text: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from interlock.dsl.printer import quote
+from interlock.dsl.escapes import quote
 
 from . import formats as F
 from .reading import NodeReader, wf_ident

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from interlock.dsl.printer import quote
+from interlock.dsl.escapes import quote
 
 from . import formats as F
 from .diagnostics import kv, span_at

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from interlock.dsl import blockstr
-from interlock.dsl.printer import quote
+from interlock.dsl.escapes import quote
 
 from .yamlread import Comment, YNode
 

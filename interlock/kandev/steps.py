@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from interlock.dsl.printer import quote
+from interlock.dsl.escapes import quote
 
 from . import formats as F
 from .actions import ActionReader
