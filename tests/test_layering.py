@@ -44,8 +44,10 @@ CHECK_MUST_NOT_LOAD = ("sqlalchemy", "alembic", "interlock.commands", "interlock
                        "lsprotocol", "interlock.lsp",
                        # the record sinks and the OpenTelemetry adapter (ADR 0048), the asyncio runtime (ADR 0049)
                        "opentelemetry", "interlock.runtime.sinks", "interlock.runtime.otel", "interlock.runtime.aio",
-                       # the tools' modules: the CLI imports the module of the tool it runs, no other
-                       *(f"interlock.tools.{m}" for m in ("diff", "exports", "fmt", "graph", "imports", "lsp", "schema")))
+                       # the commands' modules: the CLI imports the module of the command it runs, no other
+                       *(f"interlock.tools.{m}" for m in ("compile", "simulate", "test", "db", "diff", "explain",
+                                                          "exports", "fmt", "graph", "imports", "lsp", "migrate",
+                                                          "schema")))
 
 
 def _run_probe(code: str, cwd: Path) -> dict[str, object]:

@@ -55,14 +55,29 @@ def test_an_unknown_option_prints_the_subcommands_usage(command: list[str]) -> N
     assert "unrecognized arguments: --bogus" in proc.stderr
 
 
-def test_the_tools_registry_lists_each_tools_own_help_line() -> None:
-    """`interlock --help` lists the tools from the registry without importing them: the lines must be the tools'."""
-    from interlock.tools import TOOLS, tool
+def test_the_registry_lists_each_commands_own_help_line() -> None:
+    """`interlock --help` lists every command from the one registry without importing them: the lines must be the
+    commands' own, in the registry's order, and every subcommand the parser knows is in the registry."""
+    from interlock.tools import COMMANDS, command
 
-    assert {name: tool(name).HELP for name in TOOLS} == TOOLS
+    assert {name: command(name).HELP for name in COMMANDS} == COMMANDS
     shown = " ".join(cli("--help").stdout.split())  # the words of `interlock --help`, wrapping undone
-    for name, help_line in TOOLS.items():
-        assert f"{name} {help_line}" in shown
+    at = [shown.index(f"{name} {help_line}") for name, help_line in COMMANDS.items()]
+    assert at == sorted(at)
+    _, parsers = _parser()
+    assert [name for name in parsers if " " not in name] == list(COMMANDS)
+
+
+def test_commands_take_what_they_share_from_cmdline_never_from_cli() -> None:
+    """`interlock.cli` parses and dispatches; a command importing from it would tie the two back together."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "interlock").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module in ("interlock.cli", "cli") and path.name != "cli.py":
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == []
 
 
 def test_every_option_and_argument_has_help() -> None:
