@@ -8,25 +8,58 @@ reading, `seq` the counter, so rows written at one reading of a test clock keep 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from interlock.runtime.history import ArrivalRow, DecisionRow, OperationRow, RunRow, TaskHistory
-from interlock.runtime.store import EntryRecord, LedgerRow, Participant
+from interlock.runtime.store import Decision, EntryRecord, LedgerRow, Marker, Participant, QueuedRun, TaskState
 
 if TYPE_CHECKING:
-    from .memory import MemoryStore
+    from .memory_due import MemoryDue
 
-__all__ = ["read_history"]
+__all__ = ["HistoryHost", "read_history"]
+
+
+class HistoryHost(Protocol):
+    """What the history reader reads of `MemoryStore` (which imports this module: it is named by this protocol, so
+    the two do not import each other)."""
+
+    @property
+    def _stamps(self) -> Mapping[tuple[str, Any], tuple[float, int]]: ...
+    @property
+    def _tasks(self) -> Mapping[str, TaskState]: ...
+    @property
+    def _ledger_by_task(self) -> Mapping[str, list[tuple[Any, ...]]]: ...
+    @property
+    def _entries(self) -> Mapping[int, tuple[Any, ...]]: ...
+    @property
+    def _markers(self) -> Mapping[int, dict[int, Marker]]: ...
+    @property
+    def _operations(self) -> Mapping[str, tuple[str, str | None, str | None, str | None, str | None]]: ...
+    @property
+    def _active(self) -> Mapping[tuple[str, str, str, str, str], Decision]: ...
+    @property
+    def _decision_log(self) -> Mapping[int, Decision]: ...
+    @property
+    def _runs_by_task(self) -> Mapping[str, list[QueuedRun]]: ...
+    @property
+    def _seats_by_task(self) -> Mapping[str, dict[tuple[str, str, str, str], Participant]]: ...
+    @property
+    def _plans(self) -> Mapping[str, str]: ...
+    @property
+    def _due(self) -> MemoryDue: ...
+
+    def now(self) -> float: ...
 
 _NEVER = (None, float("inf"))
 
 
-def _stamp(store: MemoryStore, key: tuple[str, Any]) -> tuple[float | None, float]:
+def _stamp(store: HistoryHost, key: tuple[str, Any]) -> tuple[float | None, float]:
     found = store._stamps.get(key)
     return _NEVER if found is None else (found[0], float(found[1]))
 
 
-def read_history(store: MemoryStore, task_id: str) -> TaskHistory | None:
+def read_history(store: HistoryHost, task_id: str) -> TaskHistory | None:
     """Every row about `task_id`; None when the store knows no such task (no task, no ledger row)."""
     task = store._tasks.get(task_id)
     ledger = [LedgerRow(*values) for values in store._ledger_by_task.get(task_id, ())]

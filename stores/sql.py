@@ -78,6 +78,11 @@ from .engine import ADVISORY_NAMESPACE, display_url, make_engine
 from .migrate import check_schema
 from .sql_due import SqlDue
 from .sql_incidents import SqlIncidents
+from .sql_rows import ledger as _ledger
+from .sql_rows import ledger_row as _ledger_row
+from .sql_rows import participant as _participant
+from .sql_rows import task as _task
+from .sql_rows import task_state as _task_state
 from .statements import (
     _PARTICIPANT_COLS,
     ADVISORY_LOCK,
@@ -114,8 +119,6 @@ from .statements import (
     _in_list,
 )
 
-_task_state = builder(TaskState)  # the hot paths' constructors (interlock.runtime.frozen.builder)
-_ledger_row = builder(LedgerRow)
 _move_result = builder(MoveResult)
 
 __all__ = ["SqlStore"]
@@ -784,17 +787,3 @@ class SqlStore:
         return self._incidents.settle_incident(incident_id, owner_id=owner_id, state=state, resolution=resolution,
                                                note=note, error=error, attempts=attempts, failures=failures)
 
-
-def _task(row: tuple[Any, ...]) -> TaskState:
-    return _task_state(row[0], row[1], row[2], row[3], bool(row[4]), bool(row[5]), bool(row[6]),
-                       None if row[7] is None else int(row[7]))
-
-
-def _ledger(row: tuple[Any, ...]) -> LedgerRow:
-    return _ledger_row(int(row[0]), row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9], row[10],
-                       row[11])
-
-
-def _participant(row: tuple[Any, ...]) -> Participant:
-    return Participant(id=int(row[0]), task_id=row[1], workflow_id=row[2], step_id=row[3], role=row[4],
-                       agent=row[5], decision_required=bool(row[6]), position=int(row[7]))

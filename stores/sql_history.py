@@ -22,11 +22,14 @@ from .sql_due import _COLS as _DUE_COLS
 from .sql_due import _row as _due_row
 from .sql_incidents import _COLS as _INCIDENT_COLS
 from .sql_incidents import _incident
+from .sql_rows import ledger as _ledger
+from .sql_rows import participant as _participant
+from .sql_rows import task as _task
 from .statements import _DECISION_COLS, _LEDGER_COLS, _PARTICIPANT_COLS, _RUN_COLS, Q_NOW, Q_TASK, _in_list
 
 if TYPE_CHECKING:
     from .connections import Tx
-    from .sql import SqlStore
+    from .sql_host import SqlHost
 
 __all__ = ["read_history", "HISTORY_QUERIES"]
 
@@ -54,7 +57,7 @@ HISTORY_QUERIES: tuple[str, ...] = (Q_ARRIVALS, Q_MARKERS, Q_OPERATIONS, Q_DECIS
 """The per-task reads (with `{…}` placeholders for the dialect's epoch of a column): what the benchmark EXPLAINs."""
 
 
-def dialect_query(store: SqlStore, text: str, **extra: str) -> str:
+def dialect_query(store: SqlHost, text: str, **extra: str) -> str:
     """`text` with each column's epoch put in for the store's dialect, in the driver's parameter style."""
     epoch = _EPOCH["postgresql" if store._shared.postgres else "sqlite"]
     cols = {"occurred": "occurred_at", "applied": "applied_at", "decided": "decided_at", "created": "created_at"}
@@ -62,7 +65,7 @@ def dialect_query(store: SqlStore, text: str, **extra: str) -> str:
     return store._shared.sql(filled)
 
 
-def read_history(store: SqlStore, task_id: str) -> TaskHistory | None:
+def read_history(store: SqlHost, task_id: str) -> TaskHistory | None:
     """Every row about `task_id` in one read-only snapshot; None when the store knows no such task."""
     shared = store._shared
     begin = "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ" if shared.postgres else "BEGIN DEFERRED"
@@ -80,13 +83,12 @@ def read_history(store: SqlStore, task_id: str) -> TaskHistory | None:
     return cast("TaskHistory | None", store._read("reading a task's history", read))
 
 
-def _rows(store: SqlStore, tx: Tx, text: str, params: dict[str, Any], **extra: str) -> list[tuple[Any, ...]]:
+def _rows(store: SqlHost, tx: Tx, text: str, params: dict[str, Any], **extra: str) -> list[tuple[Any, ...]]:
     tx.cursor.execute(dialect_query(store, text, **extra), params)
     return list(tx.cursor.fetchall())
 
 
-def _read(store: SqlStore, tx: Tx, task_id: str) -> TaskHistory | None:
-    from .sql import _ledger, _participant, _task
+def _read(store: SqlHost, tx: Tx, task_id: str) -> TaskHistory | None:
 
     p = {"task_id": task_id}
     tx.cursor.execute(store._shared.sql(Q_TASK), {"id": task_id})

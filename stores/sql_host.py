@@ -11,13 +11,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from .connections import Shared, Write
+    from .connections import Shared, Tx, Write
 
 __all__ = ["SqlHost"]
 
 
 class SqlHost(Protocol):
-    """The store as its parts use it: its engine's shared state, its clock, its writes and its reads."""
+    """The store as its parts use it (`SqlDue`, `SqlIncidents`, the history reader): its engine's shared state, its
+    clock, its writes and its reads."""
 
     _shared: Shared
     _clock: Callable[[], float] | None
@@ -28,4 +29,8 @@ class SqlHost(Protocol):
 
     def _rows(self, doing: str, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """The rows of one read."""
+        ...
+
+    def _read(self, doing: str, fn: Callable[[Tx], Any]) -> Any:
+        """A read: joins the bound or thread's unit, else one autocommit statement."""
         ...
