@@ -4,13 +4,13 @@ show of a guard, written as the source writes it, with only the parentheses prec
 from __future__ import annotations
 
 from interlock.dsl.escapes import quote
+from interlock.dsl.printer import ATOM_PRECEDENCE, BINARY_PRECEDENCE, NOT_PRECEDENCE
 from interlock.runtime.guards import guard_of
 from interlock.runtime.plan import BinX, LitX, NotX, PathX, PlanAction, PlanExpr, QuorumX
 
 __all__ = ["expr_text", "guard_text", "quorum_text"]
 
-_PREC = {"or": 1, "and": 2, "==": 4, "!=": 4, "??": 5}
-_NOT, _ATOM = 3, 6
+_PREC, _NOT, _ATOM = BINARY_PRECEDENCE, NOT_PRECEDENCE, ATOM_PRECEDENCE  # one table: the IR printer's
 
 
 def quorum_text(q: QuorumX) -> str:

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from . import blockstr, ir
 from .escapes import quote
 
-__all__ = ["format_module", "format_value", "format_expr", "quote"]
+__all__ = ["format_module", "format_value", "format_expr", "quote", "BINARY_PRECEDENCE", "NOT_PRECEDENCE",
+           "ATOM_PRECEDENCE"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 # Words the grammar spells as literals.  A map key spelled like one is quoted so that it
@@ -34,6 +35,8 @@ _INDENT = "  "
 # Binding strength of each expression form: or < and < not < ==/!= < ?? < atom.
 _OR, _AND, _NOT, _CMP, _COALESCE, _ATOM = 1, 2, 3, 4, 5, 6
 _BINARY_PREC = {"or": _OR, "and": _AND, "==": _CMP, "!=": _CMP, "??": _COALESCE}
+BINARY_PRECEDENCE, NOT_PRECEDENCE, ATOM_PRECEDENCE = _BINARY_PREC, _NOT, _ATOM
+"""The language's binding strengths (or < and < not < ==/!= < ?? < atom), for every printer of expressions."""
 # (minimum strength of the left operand, of the right operand) written without parentheses.
 # `==`/`!=` take one comparison at most, so neither side may itself be a comparison.
 _OPERAND_PREC = {_OR: (_OR, _AND), _AND: (_AND, _NOT), _CMP: (_COALESCE, _COALESCE),
