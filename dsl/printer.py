@@ -1,8 +1,9 @@
 """An IR `Module` in, canonical `.wf` source text out (parsing that text gives back the same IR, spans aside).
 
-The layout is fixed: two-space indentation, one declaration item (field, entry clause,
-step attribute, handler action, dispatch item, payload assignment) per line, a blank
-line around every block declaration, and only the parentheses that precedence needs.
+What is written is decided here: one declaration item (field, entry clause, step attribute, handler action,
+dispatch item, payload assignment) per line, a blank line around every block declaration, and only the
+parentheses that precedence needs; the layout is then the formatter's (`interlock.dsl.format`, `interlock fmt`):
+one layout for every `.wf` text interlock writes, the kandev bridge's included.
 Comments and the original order of step flags, settings, handlers and timers are not kept:
 the IR does not hold them.
 """
@@ -307,7 +308,14 @@ def _decl(d: ir.Decl) -> list[str]:
 
 
 def format_module(module: ir.Module) -> str:
-    """The canonical `.wf` text of `module`: one declaration after another, ending in a newline."""
+    """The canonical `.wf` text of `module`: one declaration after another, ending in a newline, laid out by the
+    formatter (`interlock fmt`'s layout: the one canonical layout of `.wf` text)."""
+    from .format import format_source
+
+    return format_source(_print_module(module), "<printer>").text
+
+
+def _print_module(module: ir.Module) -> str:
     lines: list[str] = []
     previous: str | None = None
     for d in module.decls:

@@ -35,6 +35,7 @@ from support.wf_strategies import (
 
 from interlock.compiler import compile_bytes, compile_source
 from interlock.dsl import SourceFile, ir, parse_source
+from interlock.dsl.format import format_source
 from interlock.dsl.printer import format_module
 from interlock.dsl.render import render_concise
 from interlock.dsl.source import Span
@@ -82,8 +83,8 @@ def assert_round_trip(text: str) -> str:
     assert "\t" not in printed and "\r" not in printed
     for line in printed.splitlines():
         assert line == line.rstrip(), repr(line)
-        indent = len(line) - len(line.lstrip(" "))
-        assert indent % 2 == 0, repr(line)
+    # the one canonical layout: `interlock fmt`'s (two-space blocks; a wrapped name list hangs under its first name)
+    assert format_source(printed, "gen.wf").text == printed, printed
     return printed
 
 
