@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 __all__ = ["UNIT_SECONDS", "MIN_SECONDS", "MAX_SECONDS", "duration_problem", "duration_seconds", "normal_duration",
-           "timer_label", "label_seconds"]
+           "timer_label", "label_seconds", "seconds_duration", "retry_clause"]
 
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 """Seconds per unit of a duration."""
@@ -76,3 +76,18 @@ def label_seconds(kind: str, label: str) -> int | None:
     if m is None or m.group(1) != kind:
         return None
     return int(m.group(2)) * UNIT_SECONDS[m.group(3)]
+
+
+def seconds_duration(seconds: int) -> str:
+    """Seconds as a duration of the language in its largest exact unit (`600` -> `10m`, `90` -> `90s`,
+    `172800` -> `2d`): how the tools show a plan's retry backoff, which the plan keeps in seconds."""
+    for unit in ("d", "h", "m"):
+        if seconds and seconds % UNIT_SECONDS[unit] == 0:
+            return f"{seconds // UNIT_SECONDS[unit]}{unit}"
+    return f"{seconds}s"
+
+
+def retry_clause(attempts: int, backoff: int, max_backoff: int | None) -> str:
+    """`retry 3 backoff 30s..10m`: a retry policy as the language writes it (durations in their largest exact unit)."""
+    most = f"..{seconds_duration(max_backoff)}" if max_backoff is not None else ""
+    return f"retry {attempts} backoff {seconds_duration(backoff)}{most}"
