@@ -1,5 +1,5 @@
-"""Timers and retry policies in the editor (docs/language.md §6): the hover text of an `after`/`every` handler and of
-a kind's `retry N backoff D..MAX` clause, and the completions that write them — `after`/`every` in a step, durations
+"""Timers and retry policies in the editor (docs/language.md §2 and §4): the hover text of an `after`/`every` handler
+and of a kind's `retry N backoff D..MAX` clause, and the completions that write them — `after`/`every` in a step, durations
 after them, the kinds a timer may run inside one, `retry` after a task kind's `on` clause and `backoff` after its
 count.  Pure functions of (analysis or symbols, text before the cursor).
 """
@@ -72,7 +72,7 @@ def _timer(step: ir.StepDecl, timer: ir.Timer) -> list[str]:
     kinds = ", ".join(f"`{call.name.name}`" for call in timer.actions) or "none"
     return [*head, f"**timer** of step `{step.name.name}`: {what}.", f"Duration: {seconds:,} s. Actions: {kinds}.",
             "Armed when a task enters the step, fired by `Runtime.tick()`; records name it "
-            f"`{timer.mode} {text}` (docs/language.md §6)."]
+            f"`{timer.mode} {text}` (docs/language.md §4)."]
 
 
 def _retry(kind: ir.ActionKindDecl, retry: ir.RetryPolicy) -> list[str]:

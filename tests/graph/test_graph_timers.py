@@ -1,4 +1,4 @@
-"""`interlock graph` draws timers and retry policies (docs/graph.md, docs/language.md §6): a timer that moves the task
+"""`interlock graph` draws timers and retry policies (docs/graph.md, docs/language.md §2, §4): a timer that moves the task
 is an edge from its step labelled with the timer (`after 3d`), dotted in DOT; a timer that only runs actions is
 listed in its step with `--handlers`, by its label; an action whose kind has a retry policy carries it there; the
 legend explains a timer edge only when one is drawn."""

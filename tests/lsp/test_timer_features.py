@@ -1,4 +1,4 @@
-"""The language server on timers and retry policies (docs/language.md §6): completion offers `after`/`every` at a
+"""The language server on timers and retry policies (docs/language.md §2, §4): completion offers `after`/`every` at a
 step's item, durations after them, the kinds a timer may run inside one, `retry` after a task kind's `on` clause and
 `backoff` after its count; hover explains a timer (when it fires, its duration) and a retry policy (its delays, what
 follows the last); a timer's actions are indexed like a handler's (hover, definition, rename reach them); semantic
