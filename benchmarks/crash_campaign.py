@@ -10,6 +10,12 @@ that was never killed.
     python benchmarks/crash_campaign.py --trials 2000 --backend sqlite
     python benchmarks/crash_campaign.py --seed 1234 --trials 1 -v   # replay one seed
     python benchmarks/crash_campaign.py --json > crash.json
+    python benchmarks/crash_campaign.py --mode mixed-revision --trials 1000   # two plan revisions on one store
+    python benchmarks/crash_campaign.py --mode clock-skew --trials 1000       # host clocks hours off
+
+`--mode mixed-revision` and `--mode clock-skew` are the deployment trials of `tests/support/fleet_campaign.py`
+(docs/runtime.md §6): a worker of one revision SIGKILLed inside an entry's host action and recovered by a worker
+of the other; a host whose clock is hours ahead or behind beside a live owner, and after it died.
 
 PostgreSQL comes from `INTERLOCK_TEST_PG_URL` (default: the local `test` database); the campaign
 works in a private schema it drops at the end.  Exit status: 0 no invariant broken, 1 some trial
@@ -34,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from support import crash_worker as crash  # noqa: E402
+from support import fleet_campaign as fleet  # noqa: E402
 
 DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
@@ -105,9 +112,47 @@ def campaign(backend: str, trials: int, seed: int, *, targeted: bool, fsync: boo
         }
 
 
+def fleet_campaign(backend: str, mode: str, trials: int, seed: int, *, verbose: bool) -> dict[str, Any]:
+    """`trials` trials of a deployment mode (`mixed-revision`, `clock-skew`) on a fresh store of `backend`."""
+    started = time.perf_counter()
+    with ExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"fleet-{backend}-")))
+        if backend == "sqlite":
+            from interlock.stores import upgrade
+
+            url = f"sqlite:///{workdir / 'fleet.db'}"
+            upgrade(url)
+        else:
+            url = _pg_schema(stack)
+        f = stack.enter_context(fleet.fleet(url, workdir))
+        run = f.mixed if mode == "mixed-revision" else f.skew
+        runs = []
+        for s in range(seed, seed + trials):
+            t = run(s)
+            runs.append(t)
+            if verbose or t.problems:
+                print(f"{'FAIL' if t.problems else 'ok  '} {t.describe()}", file=sys.stderr)
+                for p in t.problems:
+                    print(f"       {p}", file=sys.stderr)
+        return {
+            "backend": backend,
+            "mode": mode,
+            "trials": len(runs),
+            "shapes": dict(Counter(t.kind for t in runs).most_common()),
+            "skews_h": dict(Counter(round(float(part.split()[-2]), 2) for t in runs for part in t.shape.split(", ")
+                                    if part.startswith("contender")).most_common()),
+            "killed_before_first_action": sum("[killed before" in t.shape for t in runs),
+            "seconds": round(time.perf_counter() - started, 1),
+            "failures": [{"seed": t.seed, "trial": t.describe(), "problems": t.problems} for t in runs if t.problems],
+        }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
+    parser.add_argument("--mode", choices=("crash", "mixed-revision", "clock-skew"), default="crash",
+                        help="crash: the Office script SIGKILLed at random points (default); mixed-revision, "
+                             "clock-skew: the deployment trials")
     parser.add_argument("--trials", type=int, default=500, help="random trials per backend (default 500)")
     parser.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     parser.add_argument("--no-targeted", action="store_true",
@@ -120,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     summaries = []
     for backend in backends:
         try:
+            if args.mode != "crash":
+                summaries.append(fleet_campaign(backend, args.mode, args.trials, args.seed, verbose=args.verbose))
+                continue
             summaries.append(campaign(backend, args.trials, args.seed, targeted=not args.no_targeted,
                                       fsync=not args.no_fsync, verbose=args.verbose))
         except Exception as exc:
@@ -129,6 +177,19 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(summaries, indent=2))
     else:
         for s in summaries:
+            if "mode" in s:
+                print(f"{s['backend']} {s['mode']}: {s['trials']} trials in {s['seconds']} s "
+                      f"({s['killed_before_first_action']} killed before their first action); "
+                      f"{len(s['failures'])} broke an invariant")
+                for shape, count in s["shapes"].items():
+                    print(f"  {count:5d}  {shape}")
+                if s["skews_h"]:
+                    print(f"  contender clock offsets (h): {s['skews_h']}")
+                for f in s["failures"]:
+                    print(f"  FAIL {f['trial']}")
+                    for p in f["problems"][:10]:
+                        print(f"       {p}")
+                continue
             print(f"{s['backend']}: {s['trials']} trials ({s['killed']} killed, {s['recover_killed_too']} with a "
                   f"killed recover too, {s['unknown_outcomes']} unknown host outcomes) in {s['seconds']} s; "
                   f"{len(s['failures'])} broke an invariant")

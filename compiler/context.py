@@ -10,7 +10,7 @@ from interlock.dsl import ir
 from .program import Program
 from .symbols import Symbols
 
-__all__ = ["Context", "Block", "block_trigger", "block_name"]
+__all__ = ["Context", "Block", "block_trigger", "block_name", "step_blocks"]
 
 Block = Union[ir.Handler, ir.Timer]
 """A list of actions a step runs: a handler (`on TRIGGER { … }`) or a timer (`after D { … }`, `every D { … }`)."""
@@ -19,6 +19,11 @@ Block = Union[ir.Handler, ir.Timer]
 def block_trigger(block: Block) -> str | None:
     """The trigger a handler is declared on; None for a timer (its actions are those of generic triggers)."""
     return block.trigger.name if isinstance(block, ir.Handler) else None
+
+
+def step_blocks(step: ir.StepDecl) -> tuple[Block, ...]:
+    """A step's handlers, then its timers: every list of actions it runs."""
+    return (*step.handlers, *step.timers)
 
 
 def block_name(block: Block) -> str:

@@ -7,7 +7,7 @@ Public API (loaded lazily, so `import interlock.runtime.plan` stays cheap)::
 
 `AsyncRuntime` is the same API for asyncio hosts; `LoggingSink` and `JsonLinesSink` ship records (the OpenTelemetry
 adapter is `interlock.runtime.otel`, with the `otel` extra); `Participant`, `Directory` and `StaticDirectory` are the
-host's half of seating reviewers.
+host's half of seating reviewers; `inspect_task` builds a task's `Timeline` from the store alone (`interlock inspect`).
 """
 
 from __future__ import annotations
@@ -35,15 +35,16 @@ if TYPE_CHECKING:
     from .results import ArrivalResult, DecisionResult, DispatchResult, EntryResult, FireResult, RecoverResult
     from .sinks import JsonLinesSink, LoggingSink
     from .store import Participant, QueuedRun, Store, StoreError, TaskState
+    from .timeline import Timeline, inspect_task
 
 __all__ = [
     "ActionContext", "ActionFailed", "ArrivalResult", "AsyncExecutorRegistry", "AsyncRuntime", "Counters",
     "DecisionResult", "Directory", "DispatchResult", "Effect", "EntryResult", "Executor", "ExecutorRegistry",
     "FireResult", "JsonLinesSink", "ListSink", "Loader", "LoggingSink", "LoguruSink", "Participant", "PayloadError",
     "Plan", "PlanError", "Problem", "QueuedRun", "Record", "RecordSink", "RecoverResult", "Runtime", "RuntimeFault",
-    "RuntimeMisconfigured", "StaticDirectory", "Store", "StoreError", "TaskState", "UnknownStepError",
+    "RuntimeMisconfigured", "StaticDirectory", "Store", "StoreError", "TaskState", "Timeline", "UnknownStepError",
     "UnknownTaskError", "UnknownTriggerError", "UnknownWorkflowError", "Where", "dump_plan", "load_plan",
-    "store_task_loader",
+    "inspect_task", "store_task_loader",
 ]
 
 _WHERE = {
@@ -62,6 +63,7 @@ _WHERE = {
     "ArrivalResult": "results", "DecisionResult": "results", "DispatchResult": "results", "EntryResult": "results",
     "FireResult": "results", "RecoverResult": "results",
     "Participant": "store", "QueuedRun": "store", "Store": "store", "StoreError": "store", "TaskState": "store",
+    "Timeline": "timeline", "inspect_task": "timeline",
 }
 
 

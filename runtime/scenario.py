@@ -405,7 +405,7 @@ def _events(raw: Any, origin: Origin) -> tuple[list[Event], list[str]]:
         elif kind == "advance":
             problem = duration_problem(body) if isinstance(body, str) else \
                 f"expected a duration such as `4h` or `90s`, got {_describe(body)}"
-            if problem is not None:
+            if problem is not None or not isinstance(body, str):
                 problems.append(f"{where}: {label}: {problem}")
                 continue
             body = Advance(seconds=duration_seconds(body))

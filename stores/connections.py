@@ -106,12 +106,12 @@ class Shared:
         self.stmt = Statements(self.postgres, self.returning)
         self.sql = self.stmt.sql
 
-    def now(self) -> None:
+    def now(self) -> float | None:
         """The `now` parameter statements are given: none — the statements read the database's clock themselves
         (`statements.dialect_sql`), so every host of a deployment stamps rows with one clock."""
         return None
 
-    def stamp(self, tx: Tx) -> None:
+    def stamp(self, tx: Tx) -> float | None:
         """The `now` parameter of a statement in `tx` (see `now`)."""
         return None
 

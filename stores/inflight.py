@@ -343,7 +343,8 @@ def stranded_tasks(source: str | URL | Engine, plan: Plan) -> list[Stranded]:
         if sa.inspect(conn).has_table(schema.plans.name):
             for (text,) in conn.execute(sa.select(schema.plans.c.plan)):
                 with contextlib.suppress(Exception):  # a revision this interlock cannot read: its workflows unknown
-                    known.update(wf.get("id") for wf in json.loads(text).get("workflows", ()) if isinstance(wf, dict))
+                    known.update(wf["id"] for wf in json.loads(text).get("workflows", ())
+                                 if isinstance(wf, dict) and isinstance(wf.get("id"), str))
         imp = _Impact({}, frozenset(known - {wf.id for wf in plan.workflows}),
                       frozenset((wf.id, st.id) for wf in plan.workflows for st in wf.steps), frozenset(known),
                       frozenset(), frozenset(), frozenset(), frozenset())

@@ -32,6 +32,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from interlock.runtime.frozen import builder
+from interlock.runtime.history import TaskHistory
 from interlock.runtime.store import (
     Claim,
     Decision,
@@ -69,6 +70,7 @@ from ._common import (
     stored_shape,
 )
 from .memory_due import MemoryDue
+from .memory_history import read_history
 
 _task_state = builder(TaskState)  # the hot paths' constructors (interlock.runtime.frozen.builder)
 _ledger_row = builder(LedgerRow)
@@ -123,6 +125,12 @@ class MemoryStore:
         self._active: dict[DeciderKey, Decision] = {}
         self._active_by_step: dict[tuple[str, str], dict[int, Decision]] = {}
         self._due = MemoryDue(self)  # timers, retries, incidents: their tables, on this lock, clock and undo log
+        # what `task_history` reads besides the tables above (stores/memory_history.py): when rows were written, by
+        # ("l", ledger id), ("o", operation id), ("d", decision id), ("s", superseded decision id), ("r", run key),
+        # as (the clock, a counter), and every decision ever recorded (superseded ones leave `_active`)
+        self._stamps: dict[tuple[str, Any], tuple[float, int]] = {}
+        self._stamp_seq = itertools.count(1)
+        self._decision_log: dict[int, Decision] = {}
 
     # ---- transactions ---------------------------------------------------------------------------
     @contextmanager
@@ -293,6 +301,7 @@ class MemoryStore:
                       session_id: str | None, plan: str | None = None, entry_owner: str | None = None,
                       arrival_options: str | None = None) -> LedgerRow:
         ledger_id = next(self._ledger_ids)
+        self._stamps["l", ledger_id] = (self.clock(), next(self._stamp_seq))
         values = (ledger_id, task_id, from_wf, from_step, to_wf, to_step, route, actor_kind or "system",
                   actor_id, session_id, plan, arrival_options)
         rows = self._ledger_by_task.get(task_id)
@@ -512,6 +521,7 @@ class MemoryStore:
         if found is not None and found[0] == "applied":
             return False
         self._put(self._operations, operation_id, ("applied", None, None, task_id, trigger))
+        self._stamps["o", operation_id] = (self.clock(), next(self._stamp_seq))
         return True
 
     def decision_evaluated(self, decision_id: int) -> bool:
@@ -536,6 +546,7 @@ class MemoryStore:
             if run.key in self._runs:
                 return False
             self._put(self._runs, run.key, stored)
+            self._stamps["r", run.key] = (self.clock(), next(self._stamp_seq))
             self._append(self._runs_by_task, run.task_id, stored)
             return True
 
@@ -598,7 +609,10 @@ class MemoryStore:
             old = self._active.get(key)
             if old is not None:
                 self._pop(active, old.id)
+                self._stamps["s", old.id] = (self.clock(), next(self._stamp_seq))
             self._put(self._active, key, stored)
+            self._put(self._decision_log, stored.id, stored)
+            self._stamps["d", stored.id] = (self.clock(), next(self._stamp_seq))
             self._put(active, stored.id, stored)
             self._put(self._evaluated, stored.id, False)
             return stored
@@ -624,7 +638,13 @@ class MemoryStore:
             for d in cleared:
                 self._pop(active, d.id)
                 self._pop(self._active, (d.task_id, d.step_id, d.decider_type, d.decider_id, d.role))
+                self._stamps["s", d.id] = (self.clock(), next(self._stamp_seq))
             return len(cleared)
+
+    def task_history(self, task_id: str) -> TaskHistory | None:
+        """Every row about `task_id` (stores/memory_history.py); None when the store knows no such task."""
+        with self._lock:
+            return read_history(self, task_id)
 
     # ---- due rows and incidents (stores/memory_due.py) ---------------------------------------------
     def arm_timers(self, task_id: str, entry_id: int, workflow_id: str, step_id: str, plan: str | None,

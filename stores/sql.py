@@ -34,6 +34,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 
 from interlock.runtime.frozen import builder
+from interlock.runtime.history import TaskHistory
 from interlock.runtime.store import (
     Claim,
     Decision,
@@ -544,8 +545,8 @@ class SqlStore:
     def finish_marker(self, entry_id: int, position: int, state: MarkerState, error: str | None = None) -> None:
         """Set a marker's state (and error); a position with no marker is left alone."""
         state = check_state(state)
-        params = {"entry_id": entry_id, "position": position, "state": state, "error": error,
-                  "now": None}
+        params: dict[str, Any] = {"entry_id": entry_id, "position": position, "state": state, "error": error,
+                                  "now": None}
         with self._tx("finishing a marker") as tx:
             params["now"] = self._shared.stamp(tx)
             tx.cursor.execute(self._shared.stmt.u_marker, params)
@@ -629,7 +630,7 @@ class SqlStore:
     # ---- runs, seats, decisions -------------------------------------------------------------------
     def enqueue_run(self, run: QueuedRun) -> bool:
         """Queue a run; False (and nothing written) if a run with this key exists."""
-        params = {"key": run.key, "task_id": run.task_id, "step_id": run.step_id, "agent": run.agent,
+        params: dict[str, Any] = {"key": run.key, "task_id": run.task_id, "step_id": run.step_id, "agent": run.agent,
                   "reason": run.reason, "payload": payload_text(run.payload) if run.payload else "{}", "entry_id": run.entry_id,
                   "operation_id": run.operation_id, "now": None}
         with self._tx("queueing a run") as tx:
@@ -730,6 +731,12 @@ class SqlStore:
             tx.cursor.execute(self._shared.sql(CLEAR_DECISIONS), {"task_id": task_id, "step_id": step_id,
                                                                   "now": self._shared.now()})
             return int(tx.cursor.rowcount)
+
+    def task_history(self, task_id: str) -> TaskHistory | None:
+        """Every row about `task_id` in one read-only snapshot (stores/sql_history.py); None: no such task."""
+        from .sql_history import read_history
+
+        return read_history(self, task_id)
 
     # ---- due rows and incidents (stores/sql_due.py, stores/sql_incidents.py) --------------------------
     def arm_timers(self, task_id: str, entry_id: int, workflow_id: str, step_id: str, plan: str | None,

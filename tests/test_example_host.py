@@ -70,12 +70,13 @@ def test_killed_inside_a_notification_the_next_run_sends_it_again_and_the_table_
         assert time.monotonic() < deadline, "the host never reached its first notification"
         time.sleep(0.05)
     (key, attempt) = signal_file.read_text().split()
+    assert attempt == "1"  # the first run of the action: the one the kill interrupts
     killed.send_signal(signal.SIGKILL)
     killed.communicate(timeout=WAIT)
     assert _notifications(store_url) == [(key, "agents", 1)]  # written, then killed before it returned
 
     again = _host(store_url, "--until-done")  # takes the entry over once the killed owner's lease runs out
-    out, err = again.communicate(timeout=WAIT)
+    _out, err = again.communicate(timeout=WAIT)
     assert again.returncode == 0, err
     notes = _notifications(store_url)
     assert len(notes) == 4 and len({k for k, _, _ in notes}) == 4  # each notification exactly once

@@ -7,11 +7,16 @@ import json
 import os
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
 
 from interlock.cli import main
+from interlock.runtime.results import DispatchResult
+
+# every result a fire or a dispatch can end in (RUNTIME §6: `superseded`, `stranded`; §3: `in_progress`)
+OUTCOME_RESULTS = set(typing.get_args(typing.get_type_hints(DispatchResult)["result"]))
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "examples" / "scenarios"
@@ -54,7 +59,7 @@ def test_trace_follows_the_contract(scenario: str) -> None:
         assert not missing, (r, missing)
         if r["record"] == "outcome":
             assert "sequence" in r or "trigger" in r
-            assert r["result"] in ("dispatched", "skipped", "idempotent", "error")
+            assert r["result"] in OUTCOME_RESULTS, r
         if r["record"] == "decision":  # forwarded from the runtime as it records them
             assert ("agent" in r) != ("user" in r) and isinstance(r["seated"], bool)
             assert r["result"] in ("moved", "pending", "approval_required", "ignored", "refused")

@@ -450,7 +450,7 @@ def newer(url: str) -> None:
     try:
         with engine.begin() as conn:
             conn.execute(sa.text(f"UPDATE {VERSION_TABLE} SET version_num = :rev"), {"rev": NEWER_REVISION})
-            conn.exec_driver_sql("CREATE TABLE interlock_timers (id INTEGER PRIMARY KEY, due TEXT)")
+            conn.exec_driver_sql("CREATE TABLE interlock_from_the_future (id INTEGER PRIMARY KEY, due TEXT)")
     finally:
         engine.dispose()
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from interlock.dsl import Diagnostic, ir
 from interlock.dsl.diagnostics import label, make
 
-from ..context import Context, block_trigger
+from ..context import Context, block_trigger, step_blocks
 from ..flow import Flow
 from ..steps import StepOrder, transition_target
 
@@ -33,7 +33,7 @@ def analyse(ctx: Context) -> list[Diagnostic]:
             by_id.setdefault(decl.name.name, decl)
         by_hand = {sid for sid, decl in by_id.items() if decl.has("manual_move")}
         for step in wf.steps:
-            for block in (*step.handlers, *step.timers):  # a timer's transitions are checked like a handler's
+            for block in step_blocks(step):  # a timer's transitions are checked like a handler's
                 unguarded: ir.ActionCall | None = None
                 guards = _TransitionGuards()
                 for action in block.actions:
@@ -82,8 +82,8 @@ def analyse(ctx: Context) -> list[Diagnostic]:
                 out.append(make("unreachable-step", step.name.span,
                                 f"step `{step.name.name}` is unreachable from the start step `{start.name.name}`",
                                 help="add a transition to it, a `pull_from`, or `manual_move`"))
-    for block in ctx.dispatches():
-        _shadowed(block, out)
+    for dispatch in ctx.dispatches():
+        _shadowed(dispatch, out)
     return out
 
 

@@ -12,7 +12,7 @@ from interlock.dsl.diagnostics import label, make
 from interlock.runtime.options import MAX_OPTIONS_BYTES
 
 from ..binding import bind_args
-from ..context import Context, block_trigger
+from ..context import Context, block_trigger, step_blocks
 from ..lower_plan import _value
 
 __all__ = ["host", "TIMEOUT_RANGE"]
@@ -27,7 +27,7 @@ def host(ctx: Context) -> list[Diagnostic]:
     for wf in ctx.workflows():
         _session_targets(wf, out)
         for step in wf.steps:
-            for block in (*step.handlers, *step.timers):
+            for block in step_blocks(step):
                 for action in block.actions:
                     _action(ctx, block_trigger(block), action, inline, out)
     return out

@@ -16,7 +16,7 @@ import re
 from interlock.dsl import Diagnostic, Span, ir
 from interlock.dsl.diagnostics import label, make
 
-from ..context import Context
+from ..context import Context, step_blocks
 
 __all__ = ["literals", "unstorable"]
 
@@ -49,7 +49,7 @@ def literals(ctx: Context) -> list[Diagnostic]:
                         _maps(p.default, out)
             elif isinstance(decl, ir.WorkflowDecl):
                 for step in decl.steps:
-                    for block in (*step.handlers, *step.timers):
+                    for block in step_blocks(step):
                         for action in block.actions:
                             for arg in action.args:
                                 _maps(arg.value, out)

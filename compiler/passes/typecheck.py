@@ -52,8 +52,8 @@ def typecheck(ctx: Context) -> list[Diagnostic]:
                     message = (f"`{pname}` of `{kind.name.name}`: {m.message}" if m.name == "argument-type-mismatch"
                                else m.message)
                     out.append(make(m.name, m.node.span, message, help=m.help))
-    for block in ctx.dispatches():
-        _dispatch(block, ctx, out)
+    for dispatch in ctx.dispatches():
+        _dispatch(dispatch, ctx, out)
     return out
 
 

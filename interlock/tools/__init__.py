@@ -27,6 +27,7 @@ TOOLS: dict[str, str] = {
     "fmt": "format .wf files in the canonical layout, keeping every comment",
     "graph": "draw a file's workflows as a Mermaid, DOT, SVG or PNG diagram",
     "import": "import kandev's workflow YAML as formatted .wf",
+    "inspect": "print a task's timeline from the store (arrivals, entries, operations, decisions) and why it is where it is",
     "lsp": "run the language server for editors (stdio)",
     "migrate": "move the tasks a new plan strands (on steps it lacks) onto its steps",
     "schema": "print the JSON Schema of the plan or of the scenario format",
