@@ -72,7 +72,7 @@ class TimerDiffer(ActionDiffer):
                      subject=timer.label, new=_timer_json(timer), source=_src(timer.source), **loc)
         for a, b in pairs:
             src = _src(b.source)
-            compared = _COMPARED
+            compared: tuple[str, ...] = _COMPARED
             if a.label != b.label:
                 if all(label_seconds(t.kind, t.label) == t.seconds for t in (a, b)):
                     compared = (*_COMPARED, "seconds")  # the labels say it

@@ -145,6 +145,7 @@ def _step(index: Index, wf: str, step: ir.StepDecl, symbols: object) -> None:
             elif setting.name == "stage":
                 index.add(setting.value.span, ("stage", setting.value.name))
     # a timer's actions are indexed like a handler's (its guards read no payload: `written` names no trigger)
+    calls: list[tuple[ir.Ident | None, str, tuple[ir.ActionCall, ...]]]
     calls = [(h.trigger, h.trigger.name, h.actions) for h in step.handlers]
     calls += [(None, t.written, t.actions) for t in step.timers]
     for named, trigger, actions in calls:

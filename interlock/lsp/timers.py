@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as lsp
 
 from interlock.dsl import ir
+from interlock.dsl.source import Span
 from interlock.runtime.durations import duration_problem, duration_seconds, retry_delays, seconds_duration, spoken
 from interlock.runtime.vocabulary import GENERIC_TRIGGERS
 
@@ -35,7 +36,7 @@ _RETRY_COUNT = re.compile(r"^task\b[^{}]*\bretry\s+\d+\s+(\w*)$")
 _MAX_SHOWN = 5
 
 
-def _inside(span: ir.Span, name: str, line: int, col: int) -> bool:
+def _inside(span: Span, name: str, line: int, col: int) -> bool:
     return span.file == name and (span.line, span.col) <= (line, col) <= (span.end_line, span.end_col)
 
 
