@@ -214,10 +214,13 @@ class _Workflow:
                 continue
             actions = [self.action(a, p, trigger) for a, p in zip(handler.actions, s.handlers.get(trigger, ()))]
             events[trigger] = [a for a in actions if a is not None]
+        at = {h.trigger.name: (h.span.line, h.span.col) for h in decl.handlers}
         for timer, planned in zip(decl.timers, s.timers):
             beat = self.timer(decl, timer, planned)
             if beat is not None:
                 events[HEARTBEAT] = beat
+                at[HEARTBEAT] = (timer.span.line, timer.span.col)
+        events = {k: events[k] for k in sorted(events, key=lambda k: at[k])}  # as the source orders them
         if events:
             out["events"] = events
         return out

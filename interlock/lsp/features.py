@@ -328,7 +328,7 @@ def _sym(name: str, kind: lsp.SymbolKind, node: ir.Node, sel: ir.Node, where: Lo
 
 
 def document_symbols(analysis: Analysis, where: Locator) -> list[lsp.DocumentSymbol]:
-    """The tree: workflow -> step -> handler; records -> fields; dispatch blocks; triggers, kinds, roles."""
+    """The tree: workflow -> step -> handler, timer; records -> fields; dispatch blocks; triggers, kinds, roles."""
     program = analysis.program
     if program is None:
         return []
@@ -338,7 +338,8 @@ def document_symbols(analysis: Analysis, where: Locator) -> list[lsp.DocumentSym
         match decl:
             case ir.WorkflowDecl():
                 steps = [_sym(s.name.name, S.Class, s, s.name, where, s.title.value if s.title else None,
-                              [_sym(h.trigger.name, S.Event, h, h.trigger, where) for h in s.handlers])
+                              [_sym(h.trigger.name, S.Event, h, h.trigger, where) for h in s.handlers]
+                              + [_sym(t.written, S.Event, t, t, where, "timer") for t in s.timers])
                          for s in decl.steps]
                 out.append(_sym(decl.name.name, S.Module, decl, decl.name, where,
                                 decl.title.value if decl.title else None, steps))

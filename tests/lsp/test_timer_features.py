@@ -11,7 +11,7 @@ from lsprotocol import types as lsp
 
 from interlock.lsp.analysis import analyse
 from interlock.lsp.convert import Locator
-from interlock.lsp.features import completion, definition, hover, rename
+from interlock.lsp.features import completion, definition, document_symbols, hover, rename
 from interlock.lsp.tokens import decode, semantic_tokens
 from interlock.runtime.durations import retry_delays
 from interlock.runtime.failures import delay
@@ -111,6 +111,16 @@ def test_a_timers_actions_hover_go_to_definition_and_rename_with_the_step() -> N
     assert edit.changes is not None
     lines = sorted(e.range.start.line for e in edit.changes["file:///t.wf"])
     assert lines == [n, _line('step done "Done"')]  # the timer's reference is renamed with the declaration
+
+
+def test_the_outline_lists_a_steps_timers_after_its_handlers() -> None:
+    analysis = analyse("t.wf", TEXT, 1, None)
+    (workflow,) = [s for s in document_symbols(analysis, Locator(analysis, "file:///t.wf", "utf-16"))
+                   if s.name == "w"]
+    review = next(s for s in workflow.children or () if s.name == "review")
+    assert [(c.name, c.detail) for c in review.children or ()] == [
+        ("after 48h", "timer"), ("every 30m", "timer"), ("after 3d", "timer")]
+    assert (review.children or [])[0].selection_range.start.line == _line("after 48h")
 
 
 # ---- completion ----------------------------------------------------------------------------------------------------
