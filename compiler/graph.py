@@ -9,7 +9,8 @@ with its trigger, its guard (`when EXPR`, as the source writes it) and `requires
 `move_to_next` / `move_to_previous` resolved by position; a dashed edge (DOT; a labelled
 one in Mermaid, whose state diagrams have no dashed edges) from a `pull_from` source into
 the step that pulls; `manual_move` steps shaded; under a step's title, each action that continues on
-failure (`continue_on_failure`, ADR 0042); with `handlers`, each step's handlers
+failure (`continue_on_failure`, ADR 0042); a dotted edge (DOT) labelled with the timer (`after 48h`) for each
+transition of a timer; with `handlers`, each step's handlers and timers, and the retry policy of their actions
 (compiler/graph_handlers.py); a legend of what is drawn, below the diagram in DOT.  Several
 workflows are drawn as one diagram with a cluster (Mermaid: composite state) per workflow.
 
@@ -57,12 +58,14 @@ class GraphError(InterlockError):
 
 @dataclass(frozen=True)
 class Edge:
-    """A transition of a step whose destination resolves: `source --trigger--> target`."""
+    """A transition of a step whose destination resolves: `source --trigger--> target`; a timer's transition has
+    the timer's label (`after 48h`) for its trigger and `timer` set."""
 
     source: str
     target: str
     trigger: str
     action: PlanAction
+    timer: bool = False
 
     @property
     def lines(self) -> tuple[str, ...]:
@@ -83,17 +86,23 @@ def continued_lines(step: PlanStep) -> list[str]:
     """The lines under a step's title for each action whose failure does not stop its handler (`continue_on_failure`,
     ADR 0042), with its trigger."""
     return [f"{action.kind} continues on failure ({trigger})"
-            for trigger, actions in step.handlers.items() for action in actions if action.continue_on_failure]
+            for trigger, actions, _ in _handlers(step) for action in actions if action.continue_on_failure]
+
+
+def _handlers(step: PlanStep) -> list[tuple[str, tuple[PlanAction, ...], bool]]:
+    """`(trigger, actions, is_timer)` of each handler, then of each timer (named by its label, `after 48h`)."""
+    return [*((t, a, False) for t, a in step.handlers.items()), *((t.label, t.actions, True) for t in step.timers)]
 
 
 def _legend_keys(workflows: Sequence[PlanWorkflow], listed: bool) -> list[str]:
     """What the legend explains, in its order: only what the diagram draws — `start` always, `terminal`, `manual`
-    (shaded steps), `transition`, `pull` (dashed arrows), `continued` (an action that continues on failure),
+    (shaded steps), `transition`, `timer` (a timer's transition), `pull` (dashed arrows), `continued` (an action that continues on failure),
     `handlers` (`listed`: some step lists its handlers)."""
     drawn = {"start": True,
              "terminal": any(s.terminal for wf in workflows for s in wf.steps),
              "manual": any(s.manual_move for wf in workflows for s in wf.steps),
-             "transition": any(transitions(wf) for wf in workflows),
+             "transition": any(not e.timer for wf in workflows for e in transitions(wf)),
+             "timer": any(e.timer for wf in workflows for e in transitions(wf)),
              "pull": any(pulls(wf) for wf in workflows),
              "continued": any(continued_lines(s) for wf in workflows for s in wf.steps),
              "handlers": listed}
@@ -106,8 +115,8 @@ def by_position(wf: PlanWorkflow) -> list[PlanStep]:
 
 
 def transitions(wf: PlanWorkflow) -> list[Edge]:
-    """Every transition of the workflow whose destination is one of its steps, by step position, then handler and
-    action order.
+    """Every transition of the workflow whose destination is one of its steps, by step position, then handler (the
+    timers after the handlers) and action order.
 
     `move_to_next` / `move_to_previous` go to the next / previous step by position (none past either end);
     any other transition kind goes to the step its `step` argument names."""
@@ -118,7 +127,7 @@ def transitions(wf: PlanWorkflow) -> list[Edge]:
     edges: list[Edge] = []
     for step in steps:
         here = index[step.id]
-        for trigger, actions in step.handlers.items():
+        for trigger, actions, timer in _handlers(step):
             for action in actions:
                 if action.action_class != "transition":
                     continue
@@ -131,7 +140,7 @@ def transitions(wf: PlanWorkflow) -> list[Edge]:
                     arg = action.args.get("step")
                     target = arg if isinstance(arg, str) else action.target_step
                 if target is not None and target in known:
-                    edges.append(Edge(step.id, target, trigger, action))
+                    edges.append(Edge(step.id, target, trigger, action, timer))
     return edges
 
 
@@ -239,9 +248,10 @@ _MERMAID_LEGEND = {
     "terminal": "step → [*]: a terminal step",
     "manual": "shaded: manual_move (moved by hand)",
     "transition": "arrow: transition (trigger, guard, requires_approval)",
+    "timer": "arrow labelled after D / every D: a timer moves the task",
     "pull": "arrow labelled pull_from: the head pulls from the tail",
     "continued": "a step's line: an action that continues on failure (continue_on_failure)",
-    "handlers": "lines in a step: its handlers (transitions are arrows)",
+    "handlers": "lines in a step: its handlers and timers (transitions are arrows)",
 }
 
 
@@ -352,9 +362,10 @@ _DOT_LEGEND = {
     "terminal": ("step \u2192 \u25c9, double border", "a terminal step"),
     "manual": ("shaded step", "manual_move: a person may move the task"),
     "transition": ("solid arrow", "a transition: trigger, guard, requires_approval"),
+    "timer": ("dotted arrow", "a timer's transition: after D / every D, guard"),
     "pull": ("dashed arrow", "pull_from: the head pulls from the tail"),
     "continued": ("line under a title", "an action that continues on failure"),
-    "handlers": ("lines under a title", "the step's handlers (transitions are arrows)"),
+    "handlers": ("lines under a title", "the step's handlers and timers (transitions are arrows)"),
 }
 
 
@@ -420,7 +431,8 @@ def _dot_workflow(plan: Plan, wf: PlanWorkflow, ids: _Ids, indent: str, handlers
 
     for edge in transitions(wf):
         label = dot_string("\n".join(edge.lines))
-        lines.append(f"{indent}{node[edge.source]} -> {node[edge.target]} [label={label}"
+        style = ", style=dotted" if edge.timer else ""
+        lines.append(f"{indent}{node[edge.source]} -> {node[edge.target]} [label={label}{style}"
                      f"{back(edge.source, edge.target)}];")
     for source, puller in pulls(wf):
         lines.append(f'{indent}{node[source]} -> {node[puller]} [style=dashed, color="{PULL_COLOR}", '

@@ -1,9 +1,11 @@
 """A step of a plan in, the lines `interlock graph --handlers` writes on it out (compiler/graph.py draws them): each handler's actions, briefly.
 
 Transitions are the diagram's edges, so a handler is listed by its other actions: `on_enter: clear_decisions,
-ensure_seats(role: reviewer)`.  An argument is shown only when it differs from its kind's declared default (the
+ensure_seats(role: reviewer)`; a timer is listed the same way after the handlers, by its label (`after 48h:
+queue_run(reason: review_overdue)`).  An argument is shown only when it differs from its kind's declared default (the
 plan fills defaults in), a long value is cut with `…`, and an entry kind the host runs inline (the entry
-policy's `exclude`) is marked `(inline)`.  Pure.
+policy's `exclude`) is marked `(inline)`, and an action whose kind has a retry policy carries it
+(`notify(channel: ops) retry 3 backoff 30s..10m`).  Pure.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from interlock.runtime.durations import retry_clause
 from interlock.runtime.plan import Plan, PlanAction, PlanStep
 
 __all__ = ["handler_lines", "LINE_WIDTH"]
@@ -33,6 +36,8 @@ def _action(plan: Plan, action: PlanAction, inline: frozenset[str]) -> list[str]
     args = [f"{name}: {_value(value)}" for name, value in action.args.items()
             if value is not None and (name not in defaults or value != defaults[name])]
     tail = " (inline)" if action.kind in inline else ""
+    if kind is not None and kind.retry is not None:
+        tail += " " + retry_clause(kind.retry.attempts, kind.retry.backoff, kind.retry.max_backoff)
     text = f"{action.kind}({', '.join(args)}){tail}" if args else f"{action.kind}{tail}"
     if len(text) <= LINE_WIDTH or len(args) < 2:
         return [text]
@@ -40,11 +45,12 @@ def _action(plan: Plan, action: PlanAction, inline: frozenset[str]) -> list[str]
 
 
 def handler_lines(plan: Plan, step: PlanStep) -> list[str]:
-    """One line per handler that has actions other than transitions, wrapped after an action (or an argument of a
-    long one) at `LINE_WIDTH`, continuation lines indented; in the order the handlers are written."""
+    """One line per handler (then per timer) that has actions other than transitions, wrapped after an action (or
+    an argument of a long one) at `LINE_WIDTH`, continuation lines indented; in the order they are written."""
     policy = plan.entry_policy
     out: list[str] = []
-    for trigger, actions in step.handlers.items():
+    named = [*step.handlers.items(), *((timer.label, timer.actions) for timer in step.timers)]
+    for trigger, actions in named:
         inline = frozenset(policy.exclude) if trigger == policy.trigger else frozenset()
         items = [_action(plan, a, inline) for a in actions if a.action_class != "transition"]
         if not items:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 
 __all__ = ["UNIT_SECONDS", "MIN_SECONDS", "MAX_SECONDS", "duration_problem", "duration_seconds", "normal_duration",
-           "timer_label", "label_seconds"]
+           "timer_label", "label_seconds", "seconds_duration", "retry_clause",
+           "retry_delays", "spoken"]
 
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 """Seconds per unit of a duration."""
@@ -76,3 +77,38 @@ def label_seconds(kind: str, label: str) -> int | None:
     if m is None or m.group(1) != kind:
         return None
     return int(m.group(2)) * UNIT_SECONDS[m.group(3)]
+
+
+def seconds_duration(seconds: int) -> str:
+    """Seconds as a duration of the language in its largest exact unit (`600` -> `10m`, `90` -> `90s`,
+    `172800` -> `2d`): how the tools show a plan's retry backoff, which the plan keeps in seconds."""
+    for unit in ("d", "h", "m"):
+        if seconds and seconds % UNIT_SECONDS[unit] == 0:
+            return f"{seconds // UNIT_SECONDS[unit]}{unit}"
+    return f"{seconds}s"
+
+
+def retry_clause(attempts: int, backoff: int, max_backoff: int | None) -> str:
+    """`retry 3 backoff 30s..10m`: a retry policy as the language writes it (durations in their largest exact unit)."""
+    most = f"..{seconds_duration(max_backoff)}" if max_backoff is not None else ""
+    return f"retry {attempts} backoff {seconds_duration(backoff)}{most}"
+
+
+def retry_delays(attempts: int, backoff: int, max_backoff: int | None) -> list[int]:
+    """The seconds waited before each retry of a policy: the backoff, doubling up to the maximum (the backoff every
+    time when there is none) — what runtime/failures.py's `delay` waits after each failed try."""
+    if max_backoff is None:
+        return [backoff] * attempts
+    return [min(backoff * 2 ** min(n, 40), max_backoff) for n in range(attempts)]
+
+
+_UNIT_WORDS = {"s": "second", "m": "minute", "h": "hour", "d": "day"}
+
+
+def spoken(text: str) -> str:
+    """A valid duration in words: `48h` -> `48 hours`, `1d` -> `1 day`."""
+    m = _DURATION.fullmatch(text)
+    if m is None:
+        raise ValueError(f"`{text}` is not a duration")
+    count = int(m.group(1))
+    return f"{count} {_UNIT_WORDS[m.group(2)]}{'s' if count != 1 else ''}"

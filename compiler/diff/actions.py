@@ -28,9 +28,11 @@ _COMPARED = ("position", "kind", "args", "target_step", "guard", "when", "requir
 class ActionDiffer(DifferBase):
     """A handler's actions: added, removed, moved, and changed (arguments, guard, approval, any other field)."""
 
-    def actions(self, wf: str, step: str, trigger: str, old: Sequence[PlanAction], new: Sequence[PlanAction]) -> None:
+    def actions(self, wf: str, step: str, trigger: str, old: Sequence[PlanAction], new: Sequence[PlanAction], *,
+                where: str | None = None) -> None:
+        """The actions of the handler of `trigger` (or of the timer `where` names: `trigger` is its label)."""
         loc = {"workflow": wf, "step": step, "trigger": trigger}
-        label = f"step `{step}`, `on {trigger}`"
+        label = where or f"step `{step}`, `on {trigger}`"
         pairs, removed, added = _align(old, new)
         for i, j in pairs:
             self.action_pair(label, loc, i, old[i], j, new[j])

@@ -11,6 +11,7 @@ from typing import Any
 from interlock.runtime.plan import PlanKind, PlanParam, PlanRecord, PlanSequence, PlanTrigger
 
 from .change import DifferBase, _canon, _json, _src, _union, text_diff
+from .timers import retry_change
 
 __all__ = ["VocabularyDiffer"]
 
@@ -92,8 +93,11 @@ class VocabularyDiffer(DifferBase):
                 self.add("kind.triggers_changed", False, f"action kind `{name}`: allowed triggers changed",
                          subject=name, old=sorted(ko.triggers), new=sorted(kn.triggers), source=src)
             self.params("kind", name, "action kind", ko.params, kn.params, host_facing=False, source=src)
+            changed = retry_change(ko, kn, src)
+            if changed is not None:
+                self.out.append(changed)
             self.fields("kind.attribute", f"action kind `{name}`", ko, kn,
-                        ("name", "action_class", "triggers", "params"), source=src)
+                        ("name", "action_class", "triggers", "params", "retry"), source=src)
 
     def records(self) -> None:
         o: dict[str, PlanRecord] = {r.name: r for r in self.old.records}

@@ -14,22 +14,23 @@ from typing import Any
 
 from interlock.runtime.plan import PlanStep, PlanWorkflow
 
-from .actions import ActionDiffer, action_json
+from .actions import action_json
 from .change import _canon, _json, _src, _union, category_of
 from .guards import has_way_out
+from .timers import TimerDiffer
 
 __all__ = ["WorkflowDiffer", "STEP_ATTRIBUTES"]
 
-_STEP_COMPARED = ("id", "title", "position", "handlers", "entry_dispatch", "entry_inline")
+_STEP_COMPARED = ("id", "title", "position", "handlers", "timers", "entry_dispatch", "entry_inline")
 """The step fields with changes of their own; every other field is a `step.attribute`."""
 
 STEP_ATTRIBUTES = tuple(f for f in PlanStep.model_fields if f not in (*_STEP_COMPARED, "source"))
 """The step attributes compared one by one (`step.attribute`): every field of `PlanStep` but its id, title,
-position, handlers, entry lists and source."""
+position, handlers, timers, entry lists and source."""
 
 
-class WorkflowDiffer(ActionDiffer):
-    """Workflows and their steps, handlers, actions and guards."""
+class WorkflowDiffer(TimerDiffer):
+    """Workflows and their steps, handlers, timers, actions and guards."""
 
     # -- workflows
     def workflows(self) -> None:
@@ -131,6 +132,7 @@ class WorkflowDiffer(ActionDiffer):
                          subject=trigger, new=[action_json(a, i) for i, a in enumerate(an)], source=src, **loc)
             else:
                 self.actions(wo.id, sn.id, trigger, ao, an)
+        self.timers(wo.id, so, sn)
         self.entry(so, sn, label, src, loc)
         if has_way_out(wo, so) and not has_way_out(wn, sn):
             self.add("step.dead_end", True, f"{label} lost every way out: it is not terminal, no handler moves the "

@@ -22,6 +22,9 @@ class ActionReader(NodeReader):
     positions: dict[int, str]
     roles: set[str]
     role_nodes: dict[str, YNode]
+    as_timer: bool = False
+    """Reading an `on_heartbeat` list written as `every P { … }`: no `cadence_seconds` (the timer holds it), and
+    `reason` written out (a timer's actions default it to the timer's label, kandev to the trigger's name)."""
 
     def target(self, raw: str, node: YNode) -> str:
         sid = wf_ident(raw)
@@ -108,13 +111,15 @@ class ActionReader(NodeReader):
             args.append(f"role: {self.role(role, cfg['role'])}")
         if kind in ("queue_run", "queue_run_for_each_participant"):
             reason = self.string(cfg.get("reason"), "`reason`")
+            if reason is None and self.as_timer:
+                reason = "on_heartbeat"
             if reason is not None:
                 args.append(f"reason: {quote(reason)}")
             if "payload" in cfg:
                 payload = self.literal(cfg["payload"])
                 if payload is not None:
                     args.append(f"payload: {payload}")
-        if kind == "queue_run" and "cadence_seconds" in cfg:
+        if kind == "queue_run" and "cadence_seconds" in cfg and not self.as_timer:
             cadence = self.integer(cfg["cadence_seconds"], "`cadence_seconds`", minimum=1)
             if cadence is not None:
                 args.append(f"cadence_seconds: {cadence}")

@@ -44,6 +44,9 @@ KVCODES: dict[str, _Info] = {
     "executor-timeout": _Info("KV021", _N),      # run_script's timeout: interlock's executor_timeout decides
     "wip-limit-not-held": _Info("KV022", _N),    # wip_limit: kandev queues arrivals over it, interlock's host must
     "guard-not-expressible": _Info("KV023", _E),  # export: a transition guard kandev's one quorum cannot hold
+    "heartbeat-as-timer": _Info("KV024", _N),    # on_heartbeat with one cadence: written `every P { … }`
+    "heartbeat-kept": _Info("KV025", _W),        # on_heartbeat with a cadence no timer holds: kept, the host fires it
+    "auto-archive-for-host": _Info("KV026", _N),  # auto_archive_after_hours: kept for the host, never a timer
 }
 
 

@@ -25,6 +25,7 @@ from interlock.runtime import plan as P
 
 from . import formats as F
 from .diagnostics import kv
+from .timers import HEARTBEAT, heartbeat_reason, timer_export_problem
 
 __all__ = ["Exported", "export_program", "dump_yaml"]
 
@@ -213,8 +214,38 @@ class _Workflow:
                 continue
             actions = [self.action(a, p, trigger) for a, p in zip(handler.actions, s.handlers.get(trigger, ()))]
             events[trigger] = [a for a in actions if a is not None]
+        at = {h.trigger.name: (h.span.line, h.span.col) for h in decl.handlers}
+        for timer, planned in zip(decl.timers, s.timers):
+            beat = self.timer(decl, timer, planned)
+            if beat is not None:
+                events[HEARTBEAT] = beat
+                at[HEARTBEAT] = (timer.span.line, timer.span.col)
+        events = {k: events[k] for k in sorted(events, key=lambda k: at[k])}  # as the source orders them
         if events:
             out["events"] = events
+        return out
+
+    def timer(self, decl: ir.StepDecl, timer: ir.Timer, planned: P.PlanTimer) -> list[dict[str, Any]] | None:
+        """An `every P` timer of `queue_run` actions as kandev's `on_heartbeat` with `cadence_seconds: P` (each
+        action's `reason` written out unless it is kandev's default, the trigger's name); any other timer is
+        dropped, and why is said (docs/kandev.md, "Timers")."""
+        problem = timer_export_problem(timer, planned, decl)
+        if problem is None and self.portable:
+            problem = (f"the portable format cannot carry `on_heartbeat` (kandev drops the generic triggers both "
+                       f"ways, its issue #1109): `{timer.written}` is dropped")
+        if problem is not None:
+            self.report("export-dropped", timer, problem, help="keep this workflow in interlock, or use "
+                        "--yaml-format template for an `every` timer of `queue_run` actions")
+            return None
+        out = []
+        for call, action in zip(timer.actions, planned.actions):
+            config = {k: v for k, v in self.arguments(call, action, "queue_run").items()
+                      if k not in ("reason", "cadence_seconds")}
+            reason = heartbeat_reason(action)
+            config = {**config, **({"reason": reason} if reason is not None else {})}
+            payload = config.pop("payload", None)
+            config.update({"payload": payload} if payload is not None else {})
+            out.append({"type": "queue_run", "config": {**config, "cadence_seconds": planned.seconds}})
         return out
 
     def host_metadata(self, settings: Mapping[str, ir.StepSetting], s: P.PlanStep, out: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from . import formats as F
 from .actions import ActionReader
 from .placing import Line, text_of
 from .reading import wf_ident
+from .timers import HEARTBEAT, heartbeat_cadence, timer_label_of
 from .yamlread import YNode
 
 __all__ = ["StepReader", "TERMINAL_NAMES"]
@@ -78,6 +79,12 @@ class StepReader(ActionReader):
         hours = self.integer(node.get("auto_archive_after_hours"), "`auto_archive_after_hours`")
         if hours is not None:
             add(f"auto_archive_after_hours {hours}", node.get("auto_archive_after_hours"))
+            if hours:
+                self.report("auto-archive-for-host", node.get("auto_archive_after_hours") or node, "kept as "
+                            f"`auto_archive_after_hours {hours}` for the host: kandev archives a task resting here "
+                            f"after {hours} hours; interlock never archives, and no action of the language archives a "
+                            f"task, so no `after {hours}h` timer can", help=f"let the host archive the step's tasks "
+                            f"(or run the host's own archive kind from `after {hours}h {{ … }}`)")
         wip = self.integer(node.get("wip_limit"), "`wip_limit`")
         if wip is not None:
             add(f"wip_limit {wip}", node.get("wip_limit"))
@@ -174,17 +181,40 @@ class StepReader(ActionReader):
                 self.report("generic-trigger-kept", trigger_key, f"kandev drops `{trigger}` when it imports a portable "
                             "document (its issue #1109), so it never runs these actions; interlock keeps and runs "
                             "them", help="remove the handler to keep kandev's behaviour")
+            head = f"on {trigger}"
+            if trigger == HEARTBEAT:
+                head = self.heartbeat(trigger_key, actions)
+            self.as_timer = head != f"on {trigger}"
             written = [(x, a) for x in self.seq(actions, f"`{trigger}`")
                        if (a := self.action(x, trigger, portable)) is not None]
+            self.as_timer = False
             if trigger == "on_enter":
                 self.entry_continues(written)
             if not written:
-                body.append(Line(f"{_BODY}on {trigger} {{ }}", trigger_key.line))
+                body.append(Line(f"{_BODY}{head} {{ }}", trigger_key.line))
                 continue
-            body.append(Line(f"{_BODY}on {trigger} {{", trigger_key.line))
+            body.append(Line(f"{_BODY}{head} {{", trigger_key.line))
             body += [Line(_ACTION + text, x.line) for x, text in written]
             body.append(Line(_BODY + "}"))
         return body
+
+    def heartbeat(self, key: YNode, actions: YNode) -> str:
+        """`every P` for an `on_heartbeat` list whose one cadence a timer holds exactly, else `on on_heartbeat`
+        (docs/kandev.md, "Timers"); either way, what the import did with the cadence is reported."""
+        cadence, why = heartbeat_cadence(actions)
+        if cadence is None:
+            if why is not None:
+                self.report("heartbeat-kept", key, f"kept as `on on_heartbeat` with `cadence_seconds` as data: {why}, "
+                            "so no `every` timer holds it; interlock never fires `on_heartbeat` by itself",
+                            help="let the host fire `on_heartbeat` at the cadence, or split the list into `every` "
+                                 "timers of one cadence each")
+            return f"on {HEARTBEAT}"
+        label = timer_label_of(cadence)
+        self.report("heartbeat-as-timer", key, f"`on_heartbeat` every {cadence:,} seconds is written `{label} {{ … }}`: "
+                    "interlock's `tick` fires it durably, once per slot, counted from the task's entry into the step; "
+                    "kandev's scheduler counts from its last beat and keeps it in memory (a restart forgets it)",
+                    help="write `on on_heartbeat { … }` instead if the host is to fire the heartbeat itself")
+        return label
 
     def entry_continues(self, written: list[tuple[YNode, str]]) -> None:
         """A `run_script` that blocks (kandev's default policy) followed by more entry actions: kandev stops the list

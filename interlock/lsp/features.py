@@ -19,6 +19,7 @@ from .convert import anchor
 from .guards import guard_completion
 from .positions import from_units, to_units
 from .render import params_text, type_text, value_text
+from .timers import timer_completion, timer_hover
 
 if TYPE_CHECKING:
     from interlock.compiler.symbols import Symbols
@@ -34,7 +35,7 @@ KEYWORDS = ("workflow", "step", "on", "use", "trigger", "role", "record", "sessi
             "dispatch", "exclude", "when", "quorum", "requires_approval", "true", "false", "event", "load", "skip",
             "operation", "payload", "stage", "start", "manual_move", "terminal", "position", "prompt", "wip_limit",
             "pull_from", "hidden", "description", "agent_profile", "auto_archive_after_hours", "session_target",
-            "agent_tag", "continue_on_failure", "and", "or", "not",
+            "agent_tag", "continue_on_failure", "and", "or", "not", "after", "every", "retry", "backoff",
             "missing", "error", "warning", "info", "debug", "silent")
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")  # the grammar's NAME
 THRESHOLD_HELP = {
@@ -130,6 +131,8 @@ def hover(analysis: Analysis, where: Locator, pos: lsp.Position) -> lsp.Hover | 
         if described:
             parts.extend(described)
             rng = where.range(occ.span)
+    elif analysis.program is not None:
+        parts.extend(timer_hover(analysis, line, col) or ())
     from interlock.dsl.diagnostics import CODES
 
     for d in analysis.diagnostics:
@@ -176,7 +179,8 @@ def references(analysis: Analysis, where: Locator, pos: lsp.Position, include_de
 
 _HEADERS = (("dispatch", re.compile(r"\bdispatch\s+(\w+)")), ("workflow", re.compile(r"\bworkflow\s+(\w+)")),
             ("step", re.compile(r"\bstep\s+(\w+)")), ("record", re.compile(r"\brecord\s+(\w+)")),
-            ("entry", re.compile(r"\bentry\s*()$")), ("on", re.compile(r"\bon\s+(\w+)\s*$")))
+            ("entry", re.compile(r"\bentry\s*()$")), ("on", re.compile(r"\bon\s+(\w+)\s*$")),
+            ("timer", re.compile(r"\b((?:after|every)\s+\w+)\s*$")))
 
 
 def _enclosing(text: str, offset: int) -> list[tuple[str, str]]:
@@ -243,8 +247,9 @@ def completion(analysis: Analysis, text: str, pos: lsp.Position, encoding: str) 
         return _items(list(STAGE_HELP), K.EnumMember, "stage")
     if re.search(r"\bpull_from\s+\w*$", prefix):
         return steps()
-    if trigger is not None and dispatch is None and (
-            (in_guard := guard_completion(symbols, trigger, prefix)) is not None):
+    timer = blocks[-1][1] if blocks and blocks[-1][0] == "timer" else None
+    if (trigger or timer) is not None and dispatch is None and (
+            (in_guard := guard_completion(symbols, trigger or timer or "", prefix)) is not None):
         return in_guard
     if m := re.search(r"\b(\w+)\.(\w*)$", prefix):
         record = _record_of(analysis, m.group(1), dispatch, text)
@@ -281,7 +286,8 @@ def completion(analysis: Analysis, text: str, pos: lsp.Position, encoding: str) 
         items = [lsp.CompletionItem(label=name, kind=K.Function, detail=f"{symbols.kinds[name].action_class}"
                                     f"{params_text(symbols.kinds[name].params)}") for name in allowed]
         return items + _items(("when", "quorum", "requires_approval", "continue_on_failure"), K.Keyword)
-    return _items(KEYWORDS, K.Keyword)
+    found = timer_completion(symbols, blocks, text, offset, prefix, KEYWORDS)
+    return found if found is not None else _items(KEYWORDS, K.Keyword)
 
 
 def _triggers_here(symbols: Symbols, blocks: list[tuple[str, str]], prefix: str) -> list[str]:
@@ -323,7 +329,7 @@ def _sym(name: str, kind: lsp.SymbolKind, node: ir.Node, sel: ir.Node, where: Lo
 
 
 def document_symbols(analysis: Analysis, where: Locator) -> list[lsp.DocumentSymbol]:
-    """The tree: workflow -> step -> handler; records -> fields; dispatch blocks; triggers, kinds, roles."""
+    """The tree: workflow -> step -> handler, timer; records -> fields; dispatch blocks; triggers, kinds, roles."""
     program = analysis.program
     if program is None:
         return []
@@ -333,7 +339,8 @@ def document_symbols(analysis: Analysis, where: Locator) -> list[lsp.DocumentSym
         match decl:
             case ir.WorkflowDecl():
                 steps = [_sym(s.name.name, S.Class, s, s.name, where, s.title.value if s.title else None,
-                              [_sym(h.trigger.name, S.Event, h, h.trigger, where) for h in s.handlers])
+                              [_sym(h.trigger.name, S.Event, h, h.trigger, where) for h in s.handlers]
+                              + [_sym(t.written, S.Event, t, t, where, "timer") for t in s.timers])
                          for s in decl.steps]
                 out.append(_sym(decl.name.name, S.Module, decl, decl.name, where,
                                 decl.title.value if decl.title else None, steps))

@@ -143,13 +143,18 @@ def _step(index: Index, wf: str, step: ir.StepDecl, symbols: object) -> None:
                 index.add(setting.value.span, ("step", wf, setting.value.name))
             elif setting.name == "stage":
                 index.add(setting.value.span, ("stage", setting.value.name))
-    for handler in step.handlers:
-        index.add(handler.trigger.span, ("trigger", handler.trigger.name))
-        for call in handler.actions:
+    # a timer's actions are indexed like a handler's (its guards read no payload: `written` names no trigger)
+    calls: list[tuple[ir.Ident | None, str, tuple[ir.ActionCall, ...]]]
+    calls = [(h.trigger, h.trigger.name, h.actions) for h in step.handlers]
+    calls += [(None, t.written, t.actions) for t in step.timers]
+    for named, trigger, actions in calls:
+        if named is not None:
+            index.add(named.span, ("trigger", trigger))
+        for call in actions:
             kind = symbols.kinds.get(call.name.name)
             index.add(call.name.span, ("kind", call.name.name), False, call)
             if call.guard is not None:
-                index_guard(index, handler.trigger.name, call.guard)
+                index_guard(index, trigger, call.guard)
             params = kind.params if kind is not None else ()
             positional = 0
             for arg in call.args:

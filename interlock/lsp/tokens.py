@@ -38,7 +38,8 @@ _BY_RULE = {"type": "type", "type_arg": "type", "skip_item": "enumMember", "load
             "assignment": "property", "field": "property", "param": "parameter"}
 _OPERATORS = {"CMP_OP", "COALESCE", "EQUAL", "__ANON_0"}
 _WORD = re.compile(r"[A-Za-z_]+\Z")
-_FALLBACK = re.compile(r'(#[^\n]*)|("""[\s\S]*?"""|"(?:[^"\\\n]|\\.)*")|(-?\b\d+\b)|([A-Za-z_][A-Za-z0-9_-]*)')
+# a duration (`48h`) is a number, as the parser's DURATION token is
+_FALLBACK = re.compile(r'(#[^\n]*)|("""[\s\S]*?"""|"(?:[^"\\\n]|\\.)*")|(-?\b\d+[smhd]?\b)|([A-Za-z_][A-Za-z0-9_-]*)')
 
 Span = tuple[int, int, int, str, int]  # 0-based line, 0-based column, length (code points), type, modifier bits
 

@@ -203,13 +203,14 @@ def example_plans() -> tuple[Plan, ...]:
 def mutations() -> Iterator[tuple[Plan, Plan, Path_, str]]:
     """(plan, the plan with one field changed, where, which model.field), PER_FIELD places per (model, field)."""
     count: dict[tuple[str, str], int] = {}
-    queue: list[tuple[Plan, Path_]] = [(p, ()) for p in example_plans()]
+    queue: list[tuple[Plan, Path_, Any]] = [(p, (), None) for p in example_plans()]
     while queue:
-        base, at = queue.pop(0)
+        base, at, at_hint = queue.pop(0)
         node = base
         for p in at:
             node = node[p] if isinstance(node, (tuple, dict)) else getattr(node, p)
-        for path, value, hint, model, name in sites(node, None, at):
+        # the hint lets a sampled list (a step's `timers`, empty in every example) be walked into
+        for path, value, hint, model, name in sites(node, at_hint, at):
             key = (model.__name__, name)
             if count.get(key, 0) >= PER_FIELD:
                 continue
@@ -221,7 +222,7 @@ def mutations() -> Iterator[tuple[Plan, Plan, Path_, str]]:
             other = replaced(base, path, new_value)
             yield base, other, path, f"{model.__name__}.{name}"
             if is_sample:  # the sample's own fields, in the plan that holds it
-                queue.append((other, path))
+                queue.append((other, path, hint))
 
 
 # ---- the tests ------------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The real renderers read `interlock graph`'s output as meant: Graphviz's `dot` renders every DOT golden without
 a warning, Mermaid's own parser accepts every Mermaid golden, and in what each renderer built there is a node per
 step showing its exact title and exactly the edges the plan's resolved transitions, `pull_from`s, start and
-terminal steps call for — computed here from the plan (the compiler's `target_step`), not by the graph module."""
+terminal steps and timers call for — computed here from the plan (the compiler's `target_step`), not by the graph module."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def expected(plan: Plan) -> tuple[dict[str, str], Counter[EdgeKey]]:
         start, end = _points(wf, ids, several)
         edges[(start, node[wf.start_step], "")] += 1
         for step in wf.steps:
-            for trigger, actions in step.handlers.items():
+            named = [*step.handlers.items(), *((timer.label, timer.actions) for timer in step.timers)]
+            for trigger, actions in named:  # a timer's transition is labelled with the timer: `after 3d`
                 for action in actions:
                     if action.action_class == "transition" and action.target_step is not None:
                         edges[(node[step.id], node[action.target_step], _label(trigger, action))] += 1

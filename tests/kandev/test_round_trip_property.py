@@ -1,6 +1,10 @@
 """Property: for any workflow the template format can carry, `import(export(x))` compiles to the plan of `x` —
 kandev today's forms included: `run_script` with its timeout and `continue_on_failure`, seats on entry, entry
-options on moves, session targets, agent tags, folded descriptions."""
+options on moves, session targets, agent tags, folded descriptions, and `every` timers of `queue_run` actions (kandev's
+`on_heartbeat` with `cadence_seconds`; a duration written in its largest exact unit, as the import writes it).
+
+A `cadence_seconds` on an `on on_heartbeat` handler is not generated: its export is kandev's timed heartbeat, which
+the import writes as an `every` timer (tests/kandev/test_timers.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from support.kandev import comparable, compiled, export, import_clean
 
 from interlock.dsl import blockstr
 from interlock.kandev import formats as F
+from interlock.runtime.durations import seconds_duration
 
 ROLES = ["reviewer", "approver", "qa-lead"]
 TITLES = ["Backlog", "Work", "Review", "Done", "QA", "approved", "Ship it", "no"]
@@ -55,14 +60,25 @@ def _action(draw: st.DrawFn, trigger: str, steps: list[str]) -> str:
                 args.append(f"target: {target}")
             if draw(st.booleans()):
                 args.append(f"task: {draw(st.sampled_from(['this', q('task-9')]))}")
-            if trigger == "on_heartbeat" and draw(st.booleans()):
-                args.append(f"cadence_seconds: {draw(st.integers(1, 86400))}")
         if draw(st.booleans()):
             args.append(f"reason: {q(draw(text))}")
         if draw(st.booleans()):
             args.append(f"payload: {{k: {q(draw(text))}, n: {draw(st.integers(-5, 5))}, b: true}}")
         return f"{kind}({', '.join(args)})" if args else kind
     return kind
+
+
+@st.composite
+def _heartbeat_run(draw: st.DrawFn) -> str:
+    """A `queue_run` of an `every` timer: its reason omitted (the timer's label), kandev's default or another."""
+    args = []
+    target = draw(st.sampled_from([None, "workspace.ceo_agent", '"agent_profile_id:p-1"']))
+    if target:
+        args.append(f"target: {target}")
+    reason = draw(st.sampled_from([None, "on_heartbeat", "nudge"]))
+    if reason:
+        args.append(f"reason: {q(reason)}")
+    return f"queue_run({', '.join(args)})" if args else "queue_run"
 
 
 @st.composite
@@ -106,9 +122,14 @@ def workflows(draw: st.DrawFn) -> str:
         targets = ["initial", *(f"step({other})" for j, other in enumerate(ids) if j != tagged)]
         if draw(st.booleans()):
             items.append(f"session_target {draw(st.sampled_from(targets))}")
-        for trigger in draw(st.lists(st.sampled_from(F.TRIGGERS), max_size=3, unique=True)):
+        beat = draw(st.one_of(st.none(), st.integers(1, 7 * 86_400)))  # an `every` timer: kandev's heartbeat
+        triggers = [t for t in F.TRIGGERS if beat is None or t != "on_heartbeat"]  # one heartbeat list a step
+        for trigger in draw(st.lists(st.sampled_from(triggers), max_size=3, unique=True)):
             acts = draw(st.lists(_action(trigger, ids), min_size=1, max_size=3))
             items.append(f"on {trigger} {{\n      " + "\n      ".join(acts) + "\n    }")
+        if beat is not None:
+            runs = draw(st.lists(_heartbeat_run(), min_size=1, max_size=2))
+            items.append(f"every {seconds_duration(beat)} {{\n      " + "\n      ".join(runs) + "\n    }")
         lines.append(f"  step {sid} {q(titles[i])} {{\n    " + "\n    ".join(x for x in items if x) + "\n  }")
     body = "\n".join(lines) + "\n}\n"
     return ("role qa-lead\n" if "qa-lead" in body else "") + body  # the import declares the roles it uses

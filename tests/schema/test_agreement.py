@@ -32,6 +32,7 @@ pytestmark = pytest.mark.slow  # every shipped plan and scenario mutated field b
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
+TIMERS = ROOT / "tests" / "graph" / "fixtures" / "timers.wf"
 VALUES: tuple[Any, ...] = (None, 7, -1, "x", "", True, [], {}, 1.5)
 Mutation = tuple[tuple[Any, ...], str, Any]
 SCENARIO_FREE = frozenset({"records", "counters", "host", "payload", "event"})
@@ -128,8 +129,9 @@ def _plan_loader_accepts(data: Any, path: tuple[Any, ...]) -> bool:
 
 def test_plan_schema_agrees_with_the_loader() -> None:
     plans = []
-    for wf in ("office_default.wf", "kanban.wf"):
-        result = compile_path(EXAMPLES / wf)
+    # the graph fixture has timers (after, every, one that moves the task) and retry policies
+    for wf in (EXAMPLES / "office_default.wf", EXAMPLES / "kanban.wf", TIMERS):
+        result = compile_path(wf)
         assert result.plan is not None
         plans.append(_trim(json.loads(dump_plan(result.plan))))
     disagree = _verdicts("plan", mutations(plans, (None, 7, "x", "", True, {})), _plan_loader_accepts)

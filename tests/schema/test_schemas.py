@@ -119,6 +119,26 @@ def test_every_example_plan_validates(wf: str) -> None:
     assert error_paths("plan", json.loads(dump_plan(result.plan))) == set()
 
 
+def test_a_plan_with_timers_and_retry_policies_validates_and_a_bad_timer_is_refused_at_its_key() -> None:
+    result = compile_path(EXAMPLES.parent / "tests" / "graph" / "fixtures" / "timers.wf")
+    assert result.plan is not None
+    data = json.loads(dump_plan(result.plan))
+    assert data["workflows"][0]["steps"][0]["timers"] and data["kinds"]
+    assert error_paths("plan", data) == set()
+    timer = ("workflows", 0, "steps", 0, "timers", 0)
+    retried = next(i for i, k in enumerate(data["kinds"]) if k.get("retry"))
+    for edit, where in ((_set((*timer, "kind"), "sometimes"), "$.workflows[0].steps[0].timers[0].kind"),
+                        (_drop((*timer, "seconds")), "$.workflows[0].steps[0].timers[0]"),
+                        (_set(("kinds", retried, "retry", "attempts"), "three"),
+                         f"$.kinds[{retried}].retry.attempts")):
+        bad = copy.deepcopy(data)
+        edit(bad)
+        bad.update(seal_digests(bad))
+        assert error_paths("plan", bad) == {where}
+        with pytest.raises(PlanError):
+            load_plan(json.dumps(bad))
+
+
 @pytest.mark.parametrize("scenario", sorted(p.name for p in SCENARIOS.glob("*.yaml")))
 def test_every_example_scenario_validates(scenario: str) -> None:
     text = (SCENARIOS / scenario).read_text(encoding="utf-8")
