@@ -170,9 +170,9 @@ def hang_inside(url: str, clock_at: float, kind: str, signal_file: str, what: st
     raise AssertionError(f"{what} returned: the worker should have hung inside `{kind}`")  # pragma: no cover
 
 
-def redrive_worker(url: str, clock_at: float, incident_id: int, inside: Any, release: Any, results: Any,
+def redrive_worker(url: str, clock_at: float, incident_id: int, kind: str, inside: Any, release: Any, results: Any,
                    barrier: Any = None) -> None:
-    """A worker that redrives an incident: `inside` is set while its `notify` runs, which returns once `release` is
+    """A worker that redrives an incident: `inside` is set while its `kind` runs, which returns once `release` is
     set (None: at once); with `barrier`, it waits there first (a race).  Puts (status, ran, calls as
     (kind, key, attempt)) on `results`."""
     from interlock.stores import open_store
@@ -185,7 +185,7 @@ def redrive_worker(url: str, clock_at: float, incident_id: int, inside: Any, rel
         if release is not None and not release.wait(timeout=60):
             raise AssertionError("never released")  # pragma: no cover
 
-    calls.block("notify", handshake)
+    calls.block(kind, handshake)
     rt = runtime(store, calls)
     try:
         if barrier is not None:
