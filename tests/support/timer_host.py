@@ -202,7 +202,8 @@ def redrive_worker(url: str, clock_at: float, incident_id: int, kind: str, insid
 
 def tick_worker(url: str, clock_at: float, worker: int, barrier: Any, results: Any) -> None:
     """A worker that ticks until nothing is due on a clock fixed at `clock_at`: its host kinds write one row per call
-    to `tick_effects` (key, worker); puts (worker, the timers it fired as (task, label, slot)) on `results`."""
+    to `tick_effects` (key, worker); puts (worker, the items it took as (task, label, slot, result), its `timer`
+    records as (task, timer, slot, result)) on `results`."""
     import sqlalchemy as sa
 
     from interlock.stores import open_store
@@ -210,7 +211,8 @@ def tick_worker(url: str, clock_at: float, worker: int, barrier: Any, results: A
 
     store = open_store(url, create=False, clock=lambda: clock_at)
     engine = sa.create_engine(normalise_url(url))
-    fired: list[tuple[str, str, int]] = []
+    items: list[tuple[str, str, int, str]] = []
+    sink = ListSink()
 
     def effect(args: Mapping[str, Any], ctx: ActionContext) -> Any:
         with engine.begin() as conn:
@@ -221,17 +223,18 @@ def tick_worker(url: str, clock_at: float, worker: int, barrier: Any, results: A
     reg = ExecutorRegistry()
     for kind in HOST_KINDS:
         reg.register(kind, effect)
-    rt = Runtime(plan(), store, executors=reg, sinks=[], executor_timeout=None)
+    rt = Runtime(plan(), store, executors=reg, sinks=[sink], executor_timeout=None)
     try:
         barrier.wait(timeout=60)
         for _ in range(200):  # bounded: each round fires or skips every due row
             result = rt.tick(limit=1000)
-            fired.extend((i.task_id, i.label, i.slot) for i in result.items if i.result == "fired")
+            items.extend((i.task_id, i.label, i.slot, i.result) for i in result.items)
             if not store.due(1):
                 break
-        results.put((worker, fired))
+        timers = [(r.fields["task"], r.fields["timer"], r.fields["slot"], r.fields["result"]) for r in sink.of("timer")]
+        results.put((worker, items, timers))
     except BaseException as exc:  # pragma: no cover - reported to the test
-        results.put((worker, [("error", repr(exc), 0)]))
+        results.put((worker, [("error", repr(exc), 0, "")], []))
         raise
     finally:
         rt.close()
