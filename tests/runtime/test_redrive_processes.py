@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from support import conc_pg as pg
-from support.timer_host import T0, Calls, Clock, redrive_worker, runtime
+from support.timer_host import T0, Calls, Clock, collect, redrive_worker, runtime
 
 from interlock.runtime import ListSink
 from interlock.stores import open_store, upgrade
@@ -60,12 +60,16 @@ def test_a_second_redrive_while_the_first_runs_is_busy_and_runs_nothing(
     worker = ctx.Process(target=redrive_worker, args=(url, T0, incident_id, "page", inside, release, results))
     worker.start()
     try:
-        assert inside.wait(timeout=WAIT), "the worker never reached the failed action"
+        deadline = WAIT
+        while not inside.wait(timeout=0.5):  # the handshake, or the worker's error
+            assert results.empty() and worker.is_alive(), collect(results, [worker], 0)
+            deadline -= 0.5
+            assert deadline > 0, "the worker never reached the failed action"
         assert rt.redrive(incident_id).status == "busy"  # the other process runs it now
         assert rt.resolve(incident_id, "by hand") is False  # nor can it be closed under the redriver
     finally:
         release.set()
-    status, ran, worker_calls = results.get(timeout=WAIT)
+    ((status, ran, worker_calls),) = collect(results, [worker], WAIT)
     worker.join(timeout=WAIT)
     assert worker.exitcode == 0
     assert (status, ran) == ("redriven", ["page"])
@@ -85,7 +89,7 @@ def test_two_processes_racing_to_redrive_run_the_failed_position_once(
                for event in inside]
     for w in workers:
         w.start()
-    outcomes = [results.get(timeout=WAIT) for _ in workers]
+    outcomes = collect(results, workers, WAIT)
     for w in workers:
         w.join(timeout=WAIT)
     assert [w.exitcode for w in workers] == [0, 0]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from support import conc_pg as pg
-from support.timer_host import T0, Calls, Clock, runtime, tick_worker
+from support.timer_host import T0, Calls, Clock, collect, runtime, tick_worker
 
 from interlock.stores import open_store
 from interlock.stores.engine import normalise_url
@@ -46,7 +46,7 @@ def test_four_processes_ticking_fire_each_of_1000_due_timers_exactly_once() -> N
                      for w in range(WORKERS)]
             for p in procs:
                 p.start()
-            outcomes: list[Any] = [results.get(timeout=WAIT) for _ in procs]
+            outcomes: list[Any] = collect(results, procs, WAIT)
             for p in procs:
                 p.join(timeout=WAIT)
             assert [p.exitcode for p in procs] == [0] * WORKERS, outcomes

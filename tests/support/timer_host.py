@@ -177,27 +177,28 @@ def redrive_worker(url: str, clock_at: float, incident_id: int, kind: str, insid
     (kind, key, attempt)) on `results`."""
     from interlock.stores import open_store
 
-    store = open_store(url, create=False, clock=lambda: clock_at)
-    calls = Calls()
-
-    def handshake(ctx: ActionContext) -> None:
-        inside.set()
-        if release is not None and not release.wait(timeout=60):
-            raise AssertionError("never released")  # pragma: no cover
-
-    calls.block(kind, handshake)
-    rt = runtime(store, calls)
     try:
-        if barrier is not None:
-            barrier.wait(timeout=60)
-        result = rt.redrive(incident_id)
-        results.put((result.status, list(result.ran), [(c.kind, c.key, c.attempt) for c in calls.calls]))
+        store = open_store(url, create=False, clock=lambda: clock_at)
+        calls = Calls()
+
+        def handshake(ctx: ActionContext) -> None:
+            inside.set()
+            if release is not None and not release.wait(timeout=60):
+                raise AssertionError("never released")  # pragma: no cover
+
+        calls.block(kind, handshake)
+        rt = runtime(store, calls)
+        try:
+            if barrier is not None:
+                barrier.wait(timeout=60)
+            result = rt.redrive(incident_id)
+            results.put((result.status, list(result.ran), [(c.kind, c.key, c.attempt) for c in calls.calls]))
+        finally:
+            rt.close()
+            getattr(store, "close", lambda: None)()
     except BaseException as exc:  # pragma: no cover - reported to the test
         results.put(("error", [repr(exc)], []))
         raise
-    finally:
-        rt.close()
-        getattr(store, "close", lambda: None)()
 
 
 def tick_worker(url: str, clock_at: float, worker: int, barrier: Any, results: Any) -> None:
@@ -209,37 +210,65 @@ def tick_worker(url: str, clock_at: float, worker: int, barrier: Any, results: A
     from interlock.stores import open_store
     from interlock.stores.engine import normalise_url
 
-    store = open_store(url, create=False, clock=lambda: clock_at)
-    engine = sa.create_engine(normalise_url(url))
     items: list[tuple[str, str, int, str]] = []
     sink = ListSink()
-
-    def effect(args: Mapping[str, Any], ctx: ActionContext) -> Any:
-        with engine.begin() as conn:
-            conn.execute(sa.text("INSERT INTO tick_effects (key, worker) VALUES (:key, :worker)"),
-                         {"key": ctx.idempotency_key, "worker": worker})
-        return []
-
-    reg = ExecutorRegistry()
-    for kind in HOST_KINDS:
-        reg.register(kind, effect)
-    rt = Runtime(plan(), store, executors=reg, sinks=[sink], executor_timeout=None)
     try:
-        barrier.wait(timeout=60)
-        for _ in range(200):  # bounded: each round fires or skips every due row
-            result = rt.tick(limit=1000)
-            items.extend((i.task_id, i.label, i.slot, i.result) for i in result.items)
-            if not store.due(1):
-                break
-        timers = [(r.fields["task"], r.fields["timer"], r.fields["slot"], r.fields["result"]) for r in sink.of("timer")]
-        results.put((worker, items, timers))
+        store = open_store(url, create=False, clock=lambda: clock_at)
+        engine = sa.create_engine(normalise_url(url))
+
+        def effect(args: Mapping[str, Any], ctx: ActionContext) -> Any:
+            with engine.begin() as conn:
+                conn.execute(sa.text("INSERT INTO tick_effects (key, worker) VALUES (:key, :worker)"),
+                             {"key": ctx.idempotency_key, "worker": worker})
+            return []
+
+        reg = ExecutorRegistry()
+        for kind in HOST_KINDS:
+            reg.register(kind, effect)
+        rt = Runtime(plan(), store, executors=reg, sinks=[sink], executor_timeout=None)
+        try:
+            barrier.wait(timeout=60)
+            for _ in range(200):  # bounded: each round fires or skips every due row
+                result = rt.tick(limit=1000)
+                items.extend((i.task_id, i.label, i.slot, i.result) for i in result.items)
+                if not store.due(1):
+                    break
+            timers = [(r.fields["task"], r.fields["timer"], r.fields["slot"], r.fields["result"])
+                      for r in sink.of("timer")]
+            results.put((worker, items, timers))
+        finally:
+            rt.close()
+            engine.dispose()
+            getattr(store, "close", lambda: None)()
     except BaseException as exc:  # pragma: no cover - reported to the test
         results.put((worker, [("error", repr(exc), 0, "")], []))
         raise
-    finally:
-        rt.close()
-        engine.dispose()
-        getattr(store, "close", lambda: None)()
+
+
+def collect(results: Any, procs: Sequence[Any], wait: float) -> list[Any]:
+    """One result from each of `procs` (spawned workers that put exactly one on `results`, errors included); fails at
+    once when one of them died without putting its result (e.g. killed), and kills the others then."""
+    import queue
+    import time
+
+    out: list[Any] = []
+    deadline = time.monotonic() + wait
+    try:
+        while len(out) < len(procs):
+            try:
+                out.append(results.get(timeout=0.5))
+            except queue.Empty:
+                dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                if dead and results.empty():
+                    raise AssertionError(f"a worker died without a result (exit codes {dead}); got {out}") from None
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"the workers did not answer within {wait:g} s; got {out}") from None
+    except BaseException:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        raise
+    return out
 
 
 def read_signal(path: Path) -> list[str]:
