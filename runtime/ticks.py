@@ -42,9 +42,10 @@ DONE = ("dispatched", "idempotent")
 
 @dataclass(frozen=True)
 class TickItem:
-    """One due row a tick took: a timer (`fired`, `cancelled`, `in_progress`: another process runs it, `error`:
-    its delivery aborted) or a retry (`ok`, `failed`, `exhausted`: an incident is opened, `superseded`,
-    `in_progress`)."""
+    """One due row a tick took: a timer (`fired`, `cancelled`, `in_progress`: another process runs it, `idempotent`:
+    another process ran it, `error`: its delivery aborted) or a retry (`ok`, `failed`, `exhausted`: an incident is
+    opened, `superseded`, `in_progress`, `idempotent`).  Of the processes that take one row at once, one says it
+    ran it."""
 
     what: Literal["timer", "retry"]
     task_id: str
@@ -71,7 +72,8 @@ class TickResult:
 
     @property
     def retries(self) -> int:
-        return sum(1 for i in self.items if i.what == "retry" and i.result not in ("in_progress", "superseded"))
+        return sum(1 for i in self.items if i.what == "retry" and i.result not in ("in_progress", "superseded",
+                                                                                   "idempotent"))
 
 
 def timer_operation(row: DueRow) -> str:
@@ -160,8 +162,8 @@ class Ticker:
             self.store.advance_due(row.id, row.slot, last + 1, row.armed_at + (last + 1) * row.period)
         else:
             self.store.drop_due(row.id, row.slot)
-        return TickItem("timer", row.task_id, row.label, row.slot, "fired" if result.result in DONE else "error",
-                        missed, result, result.error)
+        outcome = {"dispatched": "fired", "idempotent": "idempotent"}.get(result.result, "error")
+        return TickItem("timer", row.task_id, row.label, row.slot, outcome, missed, result, result.error)
 
     # ---- retries -----------------------------------------------------------------------------------------
     def _retry(self, row: DueRow, task: TaskState) -> TickItem:
@@ -179,6 +181,8 @@ class Ticker:
         if result.result == "error":
             return self._retry_failed(row, result.failed_kind or row.label, result.error or "failed", result)
         self.store.drop_due(row.id, row.slot)
+        if result.result == "idempotent":  # another process ran this try (or a host redelivery took effect)
+            return TickItem("retry", row.task_id, row.label, row.slot, "idempotent", fire=result)
         outcome = "ok" if result.result in DONE else "superseded"
         self.recorder.retried(row.task_id, row.label, row.slot, outcome, step=row.step_id, entry_id=row.entry_id,
                               operation_id=row.operation_id, trigger=row.trigger)
@@ -221,12 +225,14 @@ class Ticker:
                                                task_id=row.task_id, trigger="retry")
             if claim == "busy":
                 return TickItem("retry", row.task_id, row.label, row.slot, "in_progress")
-            if claim != "applied":
-                reruns = self.entries.run_of(revision).rerun(ledger, step, (row.position,))
-                self.store.mark_operation(retry_operation(row), task_id=row.task_id, trigger="retry")
-                failed = next((r for r in reruns if r.error is not None), None)
-                if failed is not None:
-                    return self._retry_failed(row, failed.kind, failed.error or "failed", None, revision)
+            if claim == "applied":  # another process ran this try: the row moves on, nothing is recorded twice
+                self.store.drop_due(row.id, row.slot)
+                return TickItem("retry", row.task_id, row.label, row.slot, "idempotent")
+            reruns = self.entries.run_of(revision).rerun(ledger, step, (row.position,))
+            self.store.mark_operation(retry_operation(row), task_id=row.task_id, trigger="retry")
+            failed = next((r for r in reruns if r.error is not None), None)
+            if failed is not None:
+                return self._retry_failed(row, failed.kind, failed.error or "failed", None, revision)
         finally:
             owner.let_go(token)
         self.store.drop_due(row.id, row.slot)

@@ -70,3 +70,16 @@ def test_scale_py_states_its_target() -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "--check" in proc.stdout and "3.0" in proc.stdout
+
+
+def test_ticks_py_reads_the_due_rows_through_their_index() -> None:
+    """benchmarks/ticks.py runs (a small store: the figures are its own), and SQLite's plan of the due query searches
+    `ix_interlock_timers_due` instead of scanning the table: a tick's cost does not grow with the pending timers."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ticks.py"), "--backend", "sqlite", "--pending",
+                           "2000", "--due", "20", "--repeat", "1"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "SEARCH interlock_timers USING INDEX ix_interlock_timers_due (due_at<?)" in proc.stdout
+    assert "SCAN interlock_timers" not in proc.stdout
+    (row,) = [line for line in proc.stdout.splitlines() if line.startswith("sqlite ")]
+    assert "(20 fired;" in row
