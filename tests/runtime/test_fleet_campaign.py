@@ -31,14 +31,14 @@ def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[fc.Fleet]:
 
 def test_mixed_revision_trials_keep_every_entry_under_its_own_revision(fleet: fc.Fleet) -> None:
     # seeds 0-7 cover v1 and v2 killed inside `notify` and `page`, the owner stopped and its lease run out
-    trials = [fleet.mixed(seed) for seed in range(8)]
+    trials = [fleet.run("mixed-revision", seed) for seed in range(8)]
     assert {t.kind.split(",")[0] for t in trials} == {"v1 killed inside notify", "v2 killed inside notify",
                                                        "v2 killed inside page"}
     assert [t.describe() + f" {t.problems}" for t in trials if t.problems] == []
 
 
 def test_clock_skew_trials_take_nothing_from_a_live_owner_and_keep_nothing_of_a_dead_one(fleet: fc.Fleet) -> None:
-    trials = [fleet.skew(seed) for seed in (0, 1, 2)]  # a fire and an entry released; an entry whose holder died
+    trials = [fleet.run("clock-skew", seed) for seed in (0, 1, 2)]  # a fire and an entry released; an entry whose holder died
     assert sorted(t.kind for t in trials) == ["entry, holder killed (lease ran out)", "entry, holder released",
                                               "fire, holder released"]
     assert [t.describe() + f" {t.problems}" for t in trials if t.problems] == []
