@@ -125,10 +125,9 @@ def fleet_campaign(backend: str, mode: str, trials: int, seed: int, *, verbose: 
         else:
             url = _pg_schema(stack)
         f = stack.enter_context(fleet.fleet(url, workdir))
-        run = f.mixed if mode == "mixed-revision" else f.skew
         runs = []
         for s in range(seed, seed + trials):
-            t = run(s)
+            t = f.run(mode, s)
             runs.append(t)
             if verbose or t.problems:
                 print(f"{'FAIL' if t.problems else 'ok  '} {t.describe()}", file=sys.stderr)
@@ -142,6 +141,7 @@ def fleet_campaign(backend: str, mode: str, trials: int, seed: int, *, verbose: 
             "skews_h": dict(Counter(round(float(part.split()[-2]), 2) for t in runs for part in t.shape.split(", ")
                                     if part.startswith("contender")).most_common()),
             "killed_before_first_action": sum("[killed before" in t.shape for t in runs),
+            "retried_unreachable": sum(t.retries for t in runs),
             "seconds": round(time.perf_counter() - started, 1),
             "failures": [{"seed": t.seed, "trial": t.describe(), "problems": t.problems} for t in runs if t.problems],
         }
@@ -179,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         for s in summaries:
             if "mode" in s:
                 print(f"{s['backend']} {s['mode']}: {s['trials']} trials in {s['seconds']} s "
-                      f"({s['killed_before_first_action']} killed before their first action); "
+                      f"({s['killed_before_first_action']} killed before their first action, "
+                      f"{s['retried_unreachable']} attempts run again: the store unreachable); "
                       f"{len(s['failures'])} broke an invariant")
                 for shape, count in s["shapes"].items():
                     print(f"  {count:5d}  {shape}")

@@ -223,6 +223,18 @@ class Zygote:
             self.proc.stdout.close()
 
 
+class Unavailable(Exception):
+    """A worker could not reach the store (e.g. PostgreSQL's `too many clients`): the trial is run again, not
+    judged."""
+
+
+_UNREACHABLE = ("too many clients", "could not open the connection", "connection failed")
+
+
+def _unreachable(error: str | None) -> bool:
+    return error is not None and any(text in error for text in _UNREACHABLE)
+
+
 # ---- reading a journal --------------------------------------------------------------------------------------
 
 
@@ -265,6 +277,8 @@ class Journal:
     def wait_for(self, text: str) -> None:
         deadline = time.monotonic() + WAIT
         while text not in self.lines():
+            if _unreachable(self.error()):
+                raise Unavailable(str(self.error()))
             if self.error() is not None or self.result() is not None:
                 raise AssertionError(f"the worker ended before `{text}`: {self.lines()}")
             if time.monotonic() > deadline:
@@ -281,6 +295,7 @@ class Trial:
     seed: int
     shape: str = ""
     kind: str = ""  # the shape without its particulars: what the summary counts
+    retries: int = 0  # attempts abandoned because a worker could not reach the store
     problems: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
@@ -304,6 +319,8 @@ class Fleet:
                           sinks=[])
         self.zygote = Zygote(self.plans)
         self.timed: list[float] = []  # seconds from spawn to `blocked`: the range of the timed kills
+        self._live: set[int] = set()  # the pids of the trial running
+        self._journals: list[Journal] = []
 
     def close(self) -> None:
         self.zygote.close()
@@ -312,11 +329,19 @@ class Fleet:
 
     def _spawn(self, trial: Trial, name: str, spec: dict[str, Any]) -> tuple[int, Journal]:
         journal = Journal(self.workdir / f"{trial.mode}-{trial.seed}-{name}.journal")
+        with contextlib.suppress(FileNotFoundError):
+            journal.path.unlink()  # left by an abandoned attempt
         spec = {"url": self.url, "journal": str(journal.path), **spec}
-        return self.zygote.spawn(spec), journal
+        pid = self.zygote.spawn(spec)
+        self._live.add(pid)
+        self._journals.append(journal)
+        return pid, journal
 
     def _finish(self, pid: int, journal: Journal, trial: Trial, name: str) -> dict[str, Any]:
         code = self.zygote.wait(pid)
+        self._live.discard(pid)
+        if _unreachable(journal.error()):
+            raise Unavailable(str(journal.error()))
         result = journal.result()
         if code != 0 or result is None:
             trial.problems.append(f"{name} exited {code}: {journal.error() or journal.lines()[-3:]}")
@@ -327,6 +352,31 @@ class Fleet:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         self.zygote.wait(pid)
+        self._live.discard(pid)
+
+    def run(self, mode: str, seed: int, attempts: int = 5) -> Trial:
+        """Trial `seed` of `mode` (`mixed-revision`, `clock-skew`); a trial whose worker could not reach the store
+        is abandoned (its processes killed, their owners stopped) and run again on a fresh task."""
+        for attempt in range(attempts):
+            self._live, self._journals = set(), []
+            try:
+                trial = (self.mixed if mode == "mixed-revision" else self.skew)(seed, attempt)
+                trial.retries = attempt
+                return trial
+            except Unavailable as exc:
+                for pid in list(self._live):
+                    self._kill(pid)
+                for journal in self._journals:
+                    owner = journal.owner()
+                    if owner is not None:
+                        self.store.stop_owner(owner)
+                    self._cleanup(journal)
+                with contextlib.suppress(Exception):  # the abandoned work taken up here, not by a later trial
+                    self.rt.recover()
+                if attempt == attempts - 1:
+                    raise RuntimeError(f"{mode} seed {seed}: the store stayed unreachable: {exc}") from None
+                time.sleep(1.0 + attempt)
+        raise AssertionError("unreachable")
 
     def _owner_dead(self, owner: str) -> None:
         """Until the store's clock says `owner` is dead (its heartbeat stopped with its process)."""
@@ -342,10 +392,10 @@ class Fleet:
                 j.path.unlink()
 
     # -- mixed revisions --------------------------------------------------------------------------------------
-    def mixed(self, seed: int) -> Trial:
+    def mixed(self, seed: int, attempt: int = 0) -> Trial:
         rng = random.Random(seed)
         trial = Trial("mixed-revision", seed)
-        task = f"M{seed}"
+        task = f"M{seed}" + (f"r{attempt}" if attempt else "")
         self.rt.create_task(task, "flow")
         killed = rng.choice(("v1", "v2"))
         other = "v2" if killed == "v1" else "v1"
@@ -422,20 +472,20 @@ class Fleet:
         return problems
 
     # -- clock skew -------------------------------------------------------------------------------------------
-    def skew(self, seed: int) -> Trial:
+    def skew(self, seed: int, attempt: int = 0) -> Trial:
         rng = random.Random(seed)
         trial = Trial("clock-skew", seed)
-        task = f"K{seed}"
+        task = f"K{seed}" + (f"r{attempt}" if attempt else "")
         self.rt.create_task(task, "flow")
         path = rng.choice(("entry", "fire"))
         kill = rng.random() < 0.25
         skew_a, skew_b = rng.choice((0.0, *SKEWS)), rng.choice(SKEWS)
         skew_c = -abs(rng.choice(SKEWS))  # the recovering host's clock is behind: it must not keep the dead claim
-        operation = f"comment:{seed}"
+        operation = f"comment:{task}"
         trial.shape = (f"{path}, holder {skew_a / 3600:+.2f} h, contender {skew_b / 3600:+.2f} h, "
                        + (f"holder killed, recover at {skew_c / 3600:+.2f} h" if kill else "holder released"))
         trial.kind = f"{path}, holder {'killed (lease ran out)' if kill else 'released'}"
-        release = self.workdir / f"release-{seed}"
+        release = self.workdir / f"release-{task}"
         spec = {"rev": "v1", "do": "move" if path == "entry" else "fire", "task": task, "operation": operation,
                 "block_on": "notify", "release": str(release), "skew": skew_a, "lease": 1.5 if kill else 10.0}
         pid, journal = self._spawn(trial, "holder", spec)
