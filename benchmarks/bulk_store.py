@@ -67,7 +67,7 @@ CHUNK = 20_000
 DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 TABLES = ("interlock_tasks", "interlock_step_transitions", "interlock_entry_markers", "interlock_runs",
           "interlock_operations", "interlock_plans", "interlock_owners")
-"""The tables a completed task touches (and the revision and owner rows of the runtime that wrote the seed)."""
+"""The tables a completed task touches (and the revision and owner rows of the runtime that wrote the first tasks)."""
 
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -154,7 +154,7 @@ def _exclusive(url: str, schema: str | None) -> Iterator[None]:
         engine.dispose()
 
 
-# ---- the seed, through the runtime --------------------------------------------------------------------------
+# ---- the first tasks, through the runtime --------------------------------------------------------------------------
 
 
 def complete_task(rt: Any, tid: str) -> None:
@@ -359,11 +359,11 @@ def shapes(url: str, tasks: Sequence[str]) -> dict[str, set[tuple[str, ...]]]:
 
 
 def check_shapes(url: str, seed: int, n: int) -> None:
-    """Raise if the bulk rows of the store at `url` differ in shape from the seed's, which the runtime wrote."""
+    """Raise if the bulk rows of the store at `url` differ in shape from those of the first tasks, which the runtime wrote."""
     if n <= seed:
         return
     ours = shapes(url, [task_id(i) for i in range(seed)])
-    stride = max(1, (n - seed) // seed)  # the bulk rows right after the seed's, and some from the whole range
+    stride = max(1, (n - seed) // seed)  # the bulk rows right after the runtime-written ones, and some from the whole range
     sample = sorted({*range(seed, min(n, 2 * seed)), *range(seed, n, stride), n - 1})
     bulk = shapes(url, [task_id(i) for i in sample])
     for table in COLUMNS:
@@ -373,7 +373,7 @@ def check_shapes(url: str, seed: int, n: int) -> None:
                                f"{sorted(bulk[table] - ours[table])}")
     for table in ("interlock_tasks", "interlock_step_transitions"):
         if not ours[table]:
-            raise RuntimeError(f"the seed wrote no {table} rows")
+            raise RuntimeError(f"the runtime-written tasks left no {table} rows")
 
 
 # ---- the whole build ----------------------------------------------------------------------------------------
@@ -395,7 +395,7 @@ def build(url: str, n: int = 1_000_000, *, seed: int = SEED) -> str:
         first = min(seed, n)
         if have < first:
             if have:
-                raise RuntimeError(f"{_display(target)} holds {have} tasks, fewer than the seed's {first}: drop it")
+                raise RuntimeError(f"{_display(target)} holds {have} tasks, fewer than the {first} the runtime writes first: drop it")
             _progress(f"{first} seed tasks through the runtime")
             _seed(target, 0, first)
         _bulk(target, n)

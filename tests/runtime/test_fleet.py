@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from support import conc_pg as pg
+from support.fleet_campaign import V1, V2  # the two revisions the fleet campaign runs (one text for both)
 
 from interlock.compiler import compile_source
 from interlock.dsl import SourceFile
@@ -29,24 +30,6 @@ from interlock.stores import open_store, upgrade
 WORKER = Path(__file__).resolve().parents[1] / "support" / "fleet_worker.py"
 WAIT = 60.0
 
-V1 = """
-task notify(text: str = "") on on_enter, on_comment
-task page(text: str = "") on on_enter
-entry { dispatch notify, page }
-workflow flow "Flow" {
-  step work "Work" {
-    start
-    manual_move
-    on on_comment { notify }
-  }
-  step review "Review" {
-    manual_move
-    on on_enter { clear_decisions  notify }
-  }
-  step done "Done" { manual_move  terminal }
-}
-"""
-V2 = V1.replace("on on_enter { clear_decisions  notify }", "on on_enter { clear_decisions  page  notify }")
 
 
 def _plan_file(tmp: Path, name: str, text: str) -> Path:
