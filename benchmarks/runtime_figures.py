@@ -209,36 +209,36 @@ class SqlFloor:
     def __init__(self, path: Path) -> None:
         import sqlite3
 
-        from interlock.stores import statements as sql
         from interlock.stores import upgrade
+        from interlock.stores.statements import Statements
 
         upgrade(f"sqlite:///{path}")
-        self.sql = sql
+        self.q = Statements(postgres=False, returning=True)  # the store's own statements, the database's clock
         self.conn = sqlite3.connect(path, isolation_level=None)
         for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON"):
             self.conn.execute(f"PRAGMA {pragma}").fetchall()
-        self.now = "2026-01-01 00:00:00.000000"
-        self.conn.execute(sql.CREATE_TASK, {"id": "T", "workflow_id": "w", "step_id": "a", "description": "",
-                                            "is_from_office": 0, "is_ephemeral": 0, "archived": 0, "now": self.now})
+        self.conn.execute(self.q.create_task, {"id": "T", "workflow_id": "w", "step_id": "a", "description": "",
+                                               "is_from_office": 0, "is_ephemeral": 0, "archived": 0,
+                                               "entry_id": None})
         self.at = "a"
 
     def arrivals(self, n: int) -> None:
-        c, q, now = self.conn, self.sql, self.now
+        c, q = self.conn, self.q
         for _ in range(n):
             at = self.at
             to = "b" if at == "a" else "a"
             c.execute("BEGIN IMMEDIATE")
-            c.execute(q.Q_TASK, {"id": "T"}).fetchone()  # the look at the task (move_task reuses it on SQLite)
-            c.execute(q.U_TASK_STEP, {"id": "T", "workflow_id": "w", "step_id": to, "now": now})
-            ledger = c.execute(q.I_LEDGER + " RETURNING id", {
+            c.execute(q.q_task, {"id": "T"}).fetchone()  # the look at the task (move_task reuses it on SQLite)
+            ledger = c.execute(q.i_ledger, {
                 "task_id": "T", "from_workflow_id": "w", "from_step_id": at, "to_workflow_id": "w", "to_step_id": to,
                 "route": "manual_move", "actor_kind": "human", "actor_id": None, "session_id": None,
-                "now": now}).fetchone()[0]
-            c.execute(q.I_RUN, {"key": f"entry:{ledger}:0:{to}:T:primary:0123456789abcdef", "task_id": "T",
+                "plan": None, "entry_owner": None, "arrival_options": None}).fetchone()[0]
+            c.execute(q.u_task_step, {"id": "T", "workflow_id": "w", "step_id": to, "entry_id": ledger})
+            c.execute(q.i_run, {"key": f"entry:{ledger}:0:{to}:T:primary:0123456789abcdef", "task_id": "T",
                                 "step_id": to, "agent": "primary", "reason": "x", "payload": "{}", "entry_id": ledger,
-                                "operation_id": None, "now": now})
-            c.execute(q.I_ENTRY, {"entry_id": ledger, "task_id": "T", "workflow_id": "w", "step_id": to,
-                                  "attempted": '["queue_run"]', "failed": "[]", "now": now})
+                                "operation_id": None})
+            c.execute(q.i_entry, {"entry_id": ledger, "task_id": "T", "workflow_id": "w", "step_id": to,
+                                  "attempted": '["queue_run"]', "failed": "[]"})
             c.execute("COMMIT")
             self.at = to
 
