@@ -143,6 +143,30 @@ print(json.dumps({{"statuses": statuses, "loaded": loaded({CHECK_MUST_NOT_LOAD!r
     assert found["loaded"] == [], f"`interlock check` loaded {found['loaded']}"
 
 
+def test_a_runtime_without_opentelemetry_configured_never_loads_it(tmp_path: Path) -> None:
+    """Issue 21: the OpenTelemetry adapter costs `fire` nothing when not configured. A runtime on its default sink
+    that creates, fires, dispatches, records a decision and ticks loads neither `interlock.runtime.otel` nor
+    `opentelemetry` (both installed here: the `otel` extra is in `test`)."""
+    code = _LOADED_HELPER + f"""
+import json
+from interlock import Runtime, compile_path, open_store
+plan = compile_path({str(EXAMPLES / "office_default.wf")!r}).plan
+rt = Runtime(plan, open_store("sqlite://"))
+rt.create_task("T1", "office_default")
+rt.fire("on_turn_complete", "T1", session_id="S1", operation_id="turn:1")
+rt.record_decision("T1", verdict="approved", agent="rev-a", role="reviewer")
+rt.dispatch("agent_error", {{"task_id": "T1", "session_id": "", "execution_id": "E", "agent_profile_id": "",
+                            "error_message": "x", "user_initiated": False}})
+rt.tick()
+import importlib.util
+print(json.dumps({{"loaded": loaded(("opentelemetry", "interlock.runtime.otel")),
+                  "installed": importlib.util.find_spec("opentelemetry") is not None}}))
+"""
+    found = _run_probe(code, tmp_path)
+    assert found["installed"] is True, "the probe needs opentelemetry installed to show it is not loaded"
+    assert found["loaded"] == [], f"a runtime without OpenTelemetry configured loaded {found['loaded']}"
+
+
 # -- static ---------------------------------------------------------------------------------
 
 
