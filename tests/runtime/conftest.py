@@ -384,6 +384,28 @@ def harness(backend: Backend, flavour: str) -> Iterator[Harness]:
 
 
 @pytest.fixture()
+def build_runtime(flavour: str) -> Iterator[Callable[..., Any]]:
+    """`build_runtime(plan, store, **options)`: a `Runtime`, or in modules marked `async_runtime` also an
+    `AsyncRuntime` behind `SyncFacade` (the same options); every one built is closed at teardown."""
+    loop = LoopThread() if flavour == "async" else None
+    built: list[Any] = []
+
+    def build(plan: Plan, store: Store, **options: Any) -> Any:
+        rt: Any = Runtime(plan, store, **options) if loop is None else SyncFacade(
+            AsyncRuntime(plan, store, **options), loop)
+        built.append(rt)
+        return rt
+
+    yield build
+    for rt in built:
+        rt.close()  # the core's owner: no more heartbeats (an AsyncRuntime's `close` is a call on its workers)
+        if isinstance(rt, SyncFacade):
+            rt.aclose()  # then its workers end (awaited on the loop by the facade)
+    if loop is not None:
+        loop.close()
+
+
+@pytest.fixture()
 def memory_harness(flavour: str) -> Iterator[Harness]:
     """A harness on the memory store only (for behaviour that does not depend on the store)."""
     h = Harness(Backend("memory", None, MemoryStore()), flavour)

@@ -9,6 +9,7 @@ support/timer_host.py's: `notify` has `retry 2 backoff 10s..40s`, `page` has no 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from interlock.runtime.store import Store
 
 COMMENT = {"comment_id": "c1", "author_id": "u1", "body": "hi"}
 BACKENDS = ["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+pytestmark = pytest.mark.async_runtime  # each test also runs through AsyncRuntime (tests/runtime/conftest.py)
 
 
 @dataclass
@@ -40,13 +42,11 @@ class Env:
 
 
 @pytest.fixture(params=BACKENDS)
-def env(request: pytest.FixtureRequest) -> Any:
+def env(request: pytest.FixtureRequest, build_runtime: Callable[..., Runtime]) -> Any:
     clock = Clock()
     store, _ = clocked_store(request, clock)
     calls, sink = Calls(), ListSink()
-    rt = runtime(store, calls, sink=sink)
-    yield Env(store, clock, calls, sink, rt)
-    rt.close()
+    return Env(store, clock, calls, sink, runtime(store, calls, sink=sink, build=build_runtime))  # closed by it
 
 
 # ---- action_failed -------------------------------------------------------------------------------------------
