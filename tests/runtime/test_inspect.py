@@ -209,6 +209,8 @@ def test_the_cli_prints_json_and_the_answers(durable: Any, capsys: pytest.Captur
     assert main(["inspect", "T1", "--store", durable.backend.url, "--format", "table", "--why"]) == 0
     table = capsys.readouterr().out
     assert "T1 on flow.review" in table and "why is T1 on flow.review?" in table and "guard_false" in table
+    # not a terminal: no line padded with trailing spaces (as `simulate --format table | cat`, issue 24)
+    assert [line for line in table.splitlines() if line != line.rstrip()] == []
 
 
 def test_the_cli_names_an_unknown_task_and_masks_a_bad_url(durable: Any, capsys: pytest.CaptureFixture[str]) -> None:
