@@ -155,7 +155,7 @@ class ActionReader(NodeReader):
                         "`continue_on_failure`): a template export leaves it out, a portable one writes it")
         self.report("executor-timeout", kind_node, f"kandev gives this script {timeout:,} seconds; interlock "
                     "abandons a host executor after the runtime's `executor_timeout` (60 seconds unless the host "
-                    "sets it), which then decides", help=f"build the host's Runtime with executor_timeout of at "
+                    "sets it) and records the call as failed (`timed out`)", help=f"build the host's Runtime with executor_timeout of at "
                     f"least {timeout} (or let its `run_script` executor enforce the script's own timeout)")
         return f"run_script({', '.join(args)})" + (" continue_on_failure" if policy == "continue" else "")
 
