@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from interlock.compiler.graph import node_ids
+from interlock.diagrams import node_ids
 from interlock.compiler.guard_text import expr_text
 from interlock.runtime.plan import Plan, PlanAction, PlanWorkflow
 
