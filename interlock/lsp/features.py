@@ -18,7 +18,7 @@ from .analysis import PRELUDE_FILE
 from .convert import anchor
 from .guards import guard_completion
 from .positions import from_units, to_units
-from .render import params_text, type_text, value_text
+from .hover_text import params_text, type_text, value_text
 from .timers import timer_completion, timer_hover
 
 if TYPE_CHECKING:

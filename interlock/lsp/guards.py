@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
-from .render import type_text
+from .hover_text import type_text
 
 if TYPE_CHECKING:
     from interlock.compiler.symbols import Symbols
