@@ -1,5 +1,5 @@
 """The text typed before the cursor inside a transition's guard in, its completions out (its index entries are
-`interlock.lsp.index.index_guard`):
+`interlock.lsp.occurrences.index_guard`):
 `payload.` is the handler's trigger's parameters, `task.` and `host.` the prelude's records (docs/language.md §6).
 """
 
