@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from . import blockstr, ir
 from .escapes import quote
 
-__all__ = ["format_module", "format_value", "format_expr", "quote", "BINARY_PRECEDENCE", "NOT_PRECEDENCE",
-           "ATOM_PRECEDENCE"]
+__all__ = ["format_module", "format_value", "format_expr", "format_type", "format_params", "quote",
+           "BINARY_PRECEDENCE", "NOT_PRECEDENCE", "ATOM_PRECEDENCE"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 # Words the grammar spells as literals.  A map key spelled like one is quoted so that it
@@ -144,15 +144,17 @@ def format_expr(expr: ir.Expr) -> str:
 # ---- declarations --------------------------------------------------------------------------
 
 
-def _type(t: ir.TypeRef) -> str:
-    inner = f"{t.name}[{_type(t.arg)}]" if t.arg is not None else t.name
+def format_type(t: ir.TypeRef) -> str:
+    """A type reference as source text (`list[str]?`)."""
+    inner = f"{t.name}[{format_type(t.arg)}]" if t.arg is not None else t.name
     return inner + ("?" if t.optional else "")
 
 
-def _params(params: tuple[ir.Param, ...]) -> str:
+def format_params(params: tuple[ir.Param, ...]) -> str:
+    """A parameter list as source text, parentheses included (`(channel: str = "ops")`)."""
     out = []
     for p in params:
-        text = f"{p.name.name}: {_type(p.type)}"
+        text = f"{p.name.name}: {format_type(p.type)}"
         if p.default is not None:
             text += f" = {format_value(p.default)}"
         out.append(text)
@@ -169,7 +171,7 @@ def _block(head: str, body: list[str], depth: int) -> list[str]:
 def _trigger(d: ir.TriggerDecl) -> list[str]:
     text = f"trigger {d.name.name}"
     if d.params:
-        text += f" {_params(d.params)}"
+        text += f" {format_params(d.params)}"
     if d.entry:
         text += " entry"
     return [text]
@@ -178,7 +180,7 @@ def _trigger(d: ir.TriggerDecl) -> list[str]:
 def _action_kind(d: ir.ActionKindDecl) -> list[str]:
     text = f"{d.action_class} {d.name.name}"
     if d.params:
-        text += _params(d.params)
+        text += format_params(d.params)
     if d.triggers is not None:
         text += f" on {_ids(d.triggers)}"
     if d.retry is not None:
@@ -188,7 +190,7 @@ def _action_kind(d: ir.ActionKindDecl) -> list[str]:
 
 
 def _record(d: ir.RecordDecl) -> list[str]:
-    body = [f"{_INDENT}{f.name.name}: {_type(f.type)}" for f in d.fields]
+    body = [f"{_INDENT}{f.name.name}: {format_type(f.type)}" for f in d.fields]
     return _block(f"record {d.name.name}", body, 0)
 
 

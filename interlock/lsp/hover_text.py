@@ -1,45 +1,31 @@
 """IR nodes back to the short source text hovers and completions show (`queue_run(target: target =
-primary, reason: str?)`)."""
+primary, reason: str?)`): the IR printer's text (`interlock.dsl.printer`, one printer for `.wf` text, ADR 0055),
+so a hover escapes strings and quotes map keys as the source does."""
 
 from __future__ import annotations
 
 from interlock.dsl import ir
+from interlock.dsl.printer import format_params, format_type, format_value
 
 __all__ = ["type_text", "value_text", "params_text"]
 
 
 def type_text(ref: ir.TypeRef) -> str:
-    inner = f"[{type_text(ref.arg)}]" if ref.arg is not None else ""
-    return f"{ref.name}{inner}{'?' if ref.optional else ''}"
+    return format_type(ref)
 
 
 def value_text(value: ir.Node) -> str:
+    """A value, or a name or field path where a hover shows one (a parameter's name, a setting's identifier)."""
     match value:
-        case ir.StrLit():
-            escaped = value.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-            return f'"{escaped}"'
-        case ir.BoolLit():
-            return "true" if value.value else "false"
-        case ir.IntLit():
-            return str(value.value)
-        case ir.NameValue() | ir.PathExpr():
-            return ".".join(value.parts)
+        case ir.StrLit() | ir.IntLit() | ir.BoolLit() | ir.NameValue() | ir.CallValue() | ir.ListValue() | ir.MapValue():
+            return format_value(value)
+        case ir.PathExpr():
+            return value.dotted
         case ir.Ident():
             return value.name
-        case ir.ListValue():
-            return "[" + ", ".join(value_text(v) for v in value.items) + "]"
-        case ir.MapValue():
-            return "{" + ", ".join(f"{e.key}: {value_text(e.value)}" for e in value.entries) + "}"
-        case ir.CallValue():
-            return f"{value_text(value.name)}({', '.join(value_text(v) for v in value.args)})"
-        case _:
-            return "…"
-
-
-def param_text(p: ir.Param) -> str:
-    default = f" = {value_text(p.default)}" if p.default is not None else ""
-    return f"{p.name.name}: {type_text(p.type)}{default}"
+    return "…"
 
 
 def params_text(params: tuple[ir.Param, ...]) -> str:
-    return "(" + ", ".join(param_text(p) for p in params) + ")" if params else ""
+    """A parameter list in parentheses, or nothing for none."""
+    return format_params(params) if params else ""
