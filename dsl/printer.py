@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from . import blockstr, ir
 from .escapes import quote
 
-__all__ = ["format_module", "format_value", "format_expr", "format_type", "format_params", "quote",
-           "BINARY_PRECEDENCE", "NOT_PRECEDENCE", "ATOM_PRECEDENCE"]
+__all__ = ["format_module", "format_value", "format_expr", "format_type", "format_params", "format_action",
+           "quote", "BINARY_PRECEDENCE", "NOT_PRECEDENCE", "ATOM_PRECEDENCE"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 # Words the grammar spells as literals.  A map key spelled like one is quoted so that it
@@ -221,7 +221,9 @@ def _flag(f: ir.StepFlag) -> str:
     return f.name + ((" true" if f.value else " false") if f.explicit else "")
 
 
-def _action(a: ir.ActionCall) -> str:
+def format_action(a: ir.ActionCall) -> str:
+    """One action of a handler or timer as source text: the call, its guard and its flags (the kandev bridge
+    writes its actions with it)."""
     text = a.name.name
     if a.has_parens or a.args:
         args = (f"{x.name.name}: {format_value(x.value)}" if x.name is not None else format_value(x.value)
@@ -241,10 +243,10 @@ def _step(s: ir.StepDecl, depth: int) -> list[str]:
     body = [f"{pad}{_flag(f)}" for f in s.flags]
     body += [f"{pad}{_setting(x, pad)}" for x in s.settings]
     for h in s.handlers:
-        actions = [f"{pad}{_INDENT}{_action(a)}" for a in h.actions]
+        actions = [f"{pad}{_INDENT}{format_action(a)}" for a in h.actions]
         body += _block(f"on {h.trigger.name}", actions, depth + 1)
     for t in s.timers:
-        body += _block(t.written, [f"{pad}{_INDENT}{_action(a)}" for a in t.actions], depth + 1)
+        body += _block(t.written, [f"{pad}{_INDENT}{format_action(a)}" for a in t.actions], depth + 1)
     return _block(_titled("step", s.name, s.title), body, depth)
 
 
