@@ -44,6 +44,8 @@ CHECK_MUST_NOT_LOAD = ("sqlalchemy", "alembic", "interlock.commands", "interlock
                        "lsprotocol", "interlock.lsp",
                        # the record sinks and the OpenTelemetry adapter (ADR 0048), the asyncio runtime (ADR 0049)
                        "opentelemetry", "interlock.runtime.sinks", "interlock.runtime.otel", "interlock.runtime.aio",
+                       # the feature packages of `interlock diff` and `interlock graph` (ADR 0055)
+                       "interlock.diffing", "interlock.diagrams",
                        # the commands' modules: the CLI imports the module of the command it runs, no other
                        *(f"interlock.tools.{m}" for m in ("compile", "simulate", "test", "db", "diff", "explain",
                                                           "exports", "fmt", "graph", "imports", "lsp", "migrate",

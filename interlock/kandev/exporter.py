@@ -24,7 +24,7 @@ from interlock.dsl.source import Span
 from interlock.runtime import plan as P
 
 from . import formats as F
-from .diagnostics import kv
+from .codes import kv
 from .timers import HEARTBEAT, heartbeat_reason, timer_export_problem
 
 __all__ = ["Exported", "export_program", "dump_yaml"]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from support.wf_strategies import valid_programs
 
 from interlock.compiler import compile_source
-from interlock.compiler.diff import Change, diff_plans
+from interlock.diffing import Change, diff_plans
 from interlock.dsl import SourceFile
 from interlock.runtime.plan import Plan, PlanParam, PlanStep, PlanWorkflow, SourceRef
 
