@@ -174,11 +174,12 @@ def test_an_unknown_task_is_an_error(harness: Any) -> None:
 
 @pytest.fixture()
 def durable(harness: Any) -> Any:
-    if harness.backend.url is None:
-        pytest.skip("the memory store has no URL to open read-only")
+    """The harness of a store with a URL to open read-only (the tests using it are marked `durable`)."""
+    assert harness.backend.url is not None
     return harness
 
 
+@pytest.mark.durable
 def test_inspect_reads_through_a_connection_that_cannot_write(durable: Any) -> None:
     """SQLite opened `mode=ro`, PostgreSQL in a `default_transaction_read_only` session: a write through that store
     is refused by the database, and inspect gives the same timeline through it."""
@@ -197,6 +198,7 @@ def test_inspect_reads_through_a_connection_that_cannot_write(durable: Any) -> N
     assert shape(got) == shape(expected)
 
 
+@pytest.mark.durable
 def test_the_cli_prints_json_and_the_answers(durable: Any, capsys: pytest.CaptureFixture[str]) -> None:
     from interlock.cli import main
 
@@ -213,6 +215,7 @@ def test_the_cli_prints_json_and_the_answers(durable: Any, capsys: pytest.Captur
     assert [line for line in table.splitlines() if line != line.rstrip()] == []
 
 
+@pytest.mark.durable
 def test_the_cli_names_an_unknown_task_and_masks_a_bad_url(durable: Any, capsys: pytest.CaptureFixture[str]) -> None:
     from interlock.cli import main
 
