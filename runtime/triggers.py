@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from .arrivals import Arrivals
@@ -102,8 +103,8 @@ class TriggerDispatch:
                 return FireResult("stranded", trigger, task.id, step_id, operation_id)
             handler = index.handler(wf_id, step_id, trigger)
         delivery = new_delivery(trigger, task, wf_id, step_id, self.revision, self.owner,
-                                operation_key(operation_id), session_id, payload, operation_id, task.entry_id,
-                                handler.workflow_steps, EMPTY, attempt)
+                                operation_key(operation_id) if operation_id else None, session_id, payload,
+                                operation_id, task.entry_id, handler.workflow_steps, EMPTY, attempt)
         return self.deliver(delivery, handler, outcome_label, managed=managed)
 
     def fire_timer(self, task: TaskState, step_id: str, handler: Handler, label: str, operation_id: str, *,
@@ -273,7 +274,8 @@ class TriggerDispatch:
         entry options (canonical JSON text)."""
         task_id, step_id, session_id = delivery.task.id, delivery.step_id, delivery.session_id
         destination = destination or self.index.steps.get((delivery.workflow_id, target))
-        result, progress = self.arrivals.write(_Move(delivery, target, options, destination), task_id, session_id)
+        result, progress = self.arrivals.write(partial(_move, delivery, target, options, destination), task_id,
+                                               session_id)
         if result.status == "moved":  # "dispatches" counted with the arrival's counters
             if hold is not UNCLAIMED:  # settled from the start: nothing to note
                 hold.marked()
@@ -325,24 +327,16 @@ class TriggerDispatch:
         return check_fields(payload, trig.params, f"`{trigger}`", "payload", index.records)
 
 
-class _Move:
-    """A transition's step change, as `Arrivals.write` calls it: a plain object rather than a closure (a closure
-    made every local of `_transition` a cell; ADR 0052)."""
-
-    __slots__ = ("delivery", "destination", "options", "target")
-
-    def __init__(self, delivery: Delivery, target: str, options: str | None, destination: PlanStep | None) -> None:
-        self.delivery, self.target, self.options, self.destination = delivery, target, options, destination
-
-    def __call__(self, store: Store, stamp: Mapping[str, Any]) -> tuple[MoveResult, PlanStep | None]:
-        d = self.delivery
-        session_id = d.session_id
-        return store.move_task(d.task.id, d.workflow_id, self.target, route="engine_transition",
-                               actor_kind="agent" if session_id else "system", actor_id=session_id,
-                               session_id=session_id, expected_step_id=d.step_id, expected_entry_id=d.task.entry_id,
-                               operation_id=d.operation_id, operation_trigger=d.trigger,
-                               arrival_options=self.options, plan=stamp["plan"],
-                               entry_owner=stamp["entry_owner"]), self.destination
+def _move(d: Delivery, target: str, options: str | None, destination: PlanStep | None, store: Store,
+          stamp: Mapping[str, Any]) -> tuple[MoveResult, PlanStep | None]:
+    """A transition's step change, as `Arrivals.write` calls it (`partial(_move, …)`): a module function rather than
+    a closure (a closure made every local of `_transition` a cell; ADR 0052)."""
+    session_id = d.session_id
+    return store.move_task(d.task.id, d.workflow_id, target, route="engine_transition",
+                           actor_kind="agent" if session_id else "system", actor_id=session_id,
+                           session_id=session_id, expected_step_id=d.step_id, expected_entry_id=d.task.entry_id,
+                           operation_id=d.operation_id, operation_trigger=d.trigger, arrival_options=options,
+                           plan=stamp["plan"], entry_owner=stamp["entry_owner"]), destination
 
 
 def _ran_before(walk: tuple[PlanAction, ...], upto: PlanAction) -> list[str]:
