@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from .delivery import Delivery, entry_key, new_delivery
 from .errors import RuntimeFault
 from .failures import Failures
+from .frozen import builder
 from .index import PlanIndex
 from .invoker import Invoker
 from .options import options_of
@@ -37,6 +38,8 @@ from .revision import Revision
 from .store import EntryRecord, LedgerRow, Marker, Store, StoreError, TaskState
 from .store_due import DueRow
 from .timers import Arming
+
+_entry_result = builder(EntryResult)  # the hot path's constructor (frozen.builder)
 
 __all__ = ["EntryRun", "Progress", "Retry", "Redelivered", "Rerun", "NO_EXECUTOR"]
 
@@ -366,7 +369,7 @@ class EntryRun:
         if rec.active:
             rec.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=[], failed=[],
                      workflow=row.to_workflow_id, session=row.session_id)
-        return EntryResult(row.id, "dispatched", (), ())
+        return _entry_result(row.id, "dispatched", (), ())
 
     def redelivered(self, row: LedgerRow) -> EntryResult:
         """A delivery of an entry that has its record: discarded whole."""

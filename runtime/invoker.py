@@ -28,6 +28,7 @@ from .builtins import QUEUEING_KINDS, config_digest
 from .delivery import Delivery
 from .executors import ActionContext, Directory, ExecutorRegistry, RegisteredExecutor, RuntimeCalls
 from .frozen import builder
+from .keys import action_key
 from .outcomes import OK, Failed, Ok, Outcome, check_effects, failed_from
 from .plan import PlanAction
 from .store import Store, StoreError
@@ -43,7 +44,8 @@ LateCallback = Callable[[ActionContext, Outcome], None]
 def _contained(fn: Callable[..., Any], args: Mapping[str, Any], ctx: ActionContext) -> Outcome:
     """The boundary's one policy (see the module's docstring)."""
     try:
-        return check_effects(fn(args, ctx))
+        result = fn(args, ctx)
+        return OK if result is None else check_effects(result)  # None: `check_effects`' common case, inline
     except KeyboardInterrupt:
         raise
     except StoreError as exc:
@@ -121,8 +123,10 @@ class Invoker:
         its own — an entry's marker; else the delivery's)."""
         kind = action.kind
         digest = self._digest(delivery, action) if kind in QUEUEING_KINDS else None
+        key = delivery.key  # `delivery.action_key(action)`, inline
         return _new_context(kind, delivery.task, delivery.workflow_id, delivery.step_id, delivery.trigger,
-                            action.position, delivery.action_key(action), delivery.entry_id, delivery.operation_id,
+                            action.position, None if key is None else action_key(key, action.position, kind),
+                            delivery.entry_id, delivery.operation_id,
                             delivery.session_id, delivery.payload, store, self.callbacks, self.directory,
                             delivery.workflow_steps, digest, attempt or delivery.attempt, delivery.key, delivery.revision.digest,
                             delivery.options)

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from .arrivals import Arrivals
 from .checks import MAX_ID_BYTES, check_id, check_ledger_id, check_text
-from .claims import Claims, OperationHold
+from .claims import UNCLAIMED, Claims, OperationHold
 from .delivery import EMPTY, Delivery, new_delivery, operation_key
 from .errors import RuntimeFault, UnknownStepError, UnknownTaskError, UnknownTriggerError
 from .exits import Exits
@@ -36,7 +37,7 @@ from .plan import PlanAction, PlanStep
 from .records import MESSAGES, Level
 from .results import ArrivalResult, FireResult
 from .revision import Revision
-from .store import Store, StoreError, TaskState
+from .store import MoveResult, Store, StoreError, TaskState
 
 __all__ = ["TriggerDispatch"]
 
@@ -102,8 +103,8 @@ class TriggerDispatch:
                 return FireResult("stranded", trigger, task.id, step_id, operation_id)
             handler = index.handler(wf_id, step_id, trigger)
         delivery = new_delivery(trigger, task, wf_id, step_id, self.revision, self.owner,
-                                operation_key(operation_id), session_id, payload, operation_id, task.entry_id,
-                                handler.workflow_steps, EMPTY, attempt)
+                                operation_key(operation_id) if operation_id else None, session_id, payload,
+                                operation_id, task.entry_id, handler.workflow_steps, EMPTY, attempt)
         return self.deliver(delivery, handler, outcome_label, managed=managed)
 
     def fire_timer(self, task: TaskState, step_id: str, handler: Handler, label: str, operation_id: str, *,
@@ -128,24 +129,29 @@ class TriggerDispatch:
             if kind not in registered:
                 step = self.index.steps.get((wf_id, step_id))
                 rec.missing_executor(wf_id, step_id, step.title if step else None, kind, task.id, session_id)
-        with self.claims.operation(delivery) as hold:
-            if not hold.runs:
-                fields = {"task": task.id, "operation_id": operation_id, "trigger": trigger}
-                if hold.claim == "busy":
-                    rec.in_progress(**fields)
-                    self.outcome(outcome_label, trigger, "in_progress", task.id, operation_id)
-                    return FireResult("in_progress", trigger, task.id, step_id, operation_id)
-                rec.idempotent(**fields)  # trace-only: an idempotent replay writes no dispatch record (§3)
-                self.outcome(outcome_label, trigger, "idempotent", task.id, operation_id)
-                return FireResult("idempotent", trigger, task.id, step_id, operation_id)
-            if hold.claim == "taken_over":
-                rec.warning("operation_claim_taken_over", "operation claim taken over: the runtime that held it is "
-                            "gone", task=task.id, operation_id=operation_id, trigger=trigger)
-                if delivery.attempt == 1:  # its host actions may have run: this is at least the second try
-                    delivery = replace(delivery, attempt=2)
+        if not operation_id:  # nothing to claim: `Claims.operation`'s `UNCLAIMED`, without its block (ADR 0052)
             if before is not None:
                 before()
-            result = self._walk(delivery, handler, hold, outcome_label)
+            result = self._walk(delivery, handler, UNCLAIMED, outcome_label)
+        else:
+            with self.claims.operation(delivery) as hold:
+                if not hold.runs:
+                    fields = {"task": task.id, "operation_id": operation_id, "trigger": trigger}
+                    if hold.claim == "busy":
+                        rec.in_progress(**fields)
+                        self.outcome(outcome_label, trigger, "in_progress", task.id, operation_id)
+                        return FireResult("in_progress", trigger, task.id, step_id, operation_id)
+                    rec.idempotent(**fields)  # trace-only: an idempotent replay writes no dispatch record (§3)
+                    self.outcome(outcome_label, trigger, "idempotent", task.id, operation_id)
+                    return FireResult("idempotent", trigger, task.id, step_id, operation_id)
+                if hold.claim == "taken_over":
+                    rec.warning("operation_claim_taken_over", "operation claim taken over: the runtime that held it "
+                                "is gone", task=task.id, operation_id=operation_id, trigger=trigger)
+                    if delivery.attempt == 1:  # its host actions may have run: this is at least the second try
+                        delivery = replace(delivery, attempt=2)
+                if before is not None:
+                    before()
+                result = self._walk(delivery, handler, hold, outcome_label)
         if result.result == "error" and not managed and result.failed_kind is not None:
             self._hand_over(delivery, result)
         return result
@@ -222,7 +228,7 @@ class TriggerDispatch:
         task, step_id, trigger = delivery.task, delivery.step_id, delivery.trigger
         actions = handler.actions
         target, chosen, options = picked
-        failed = tuple((kind, o.reason) for kind, o in held if isinstance(o, Failed))  # continued from
+        failed = tuple((kind, o.reason) for kind, o in held if isinstance(o, Failed)) if held else ()  # continued from
         if rec.active:
             level: Level = "info" if actions else "debug"
             rec.emit("dispatch", level, MESSAGES["dispatch_info" if actions else "dispatch_debug"], trigger=trigger,
@@ -266,20 +272,13 @@ class TriggerDispatch:
         """Move the task as an arrival, with a compare-and-swap on its activation; the operation is marked in the
         move's transaction.  `destination`: the target step, when the handler knows it; `options`: the arrival's
         entry options (canonical JSON text)."""
-        task, wf_id, step_id = delivery.task, delivery.workflow_id, delivery.step_id
-        session_id, operation_id = delivery.session_id, delivery.operation_id
-        task_id = task.id
-        actor_kind = "agent" if session_id else "system"
-        destination = destination or self.index.steps.get((wf_id, target))
-        result, progress = self.arrivals.write(
-            lambda store, stamp: (store.move_task(task_id, wf_id, target, route="engine_transition",
-                                                  actor_kind=actor_kind, actor_id=session_id, session_id=session_id,
-                                                  expected_step_id=step_id, expected_entry_id=task.entry_id,
-                                                  operation_id=operation_id, operation_trigger=delivery.trigger,
-                                                  arrival_options=options, **stamp), destination),
-            task_id, session_id)
+        task_id, step_id, session_id = delivery.task.id, delivery.step_id, delivery.session_id
+        destination = destination or self.index.steps.get((delivery.workflow_id, target))
+        result, progress = self.arrivals.write(partial(_move, delivery, target, options, destination), task_id,
+                                               session_id)
         if result.status == "moved":  # "dispatches" counted with the arrival's counters
-            hold.marked()
+            if hold is not UNCLAIMED:  # settled from the start: nothing to note
+                hold.marked()
             return self.arrivals.arrived(result.ledger, task_id, step_id, session_id, progress=progress,
                                          destination=destination, counts=("dispatches", "transitions", "arrivals"))
         self.recorder.count("dispatches")
@@ -326,6 +325,18 @@ class TriggerDispatch:
         if not payload and not trig.params:
             return {}  # the common case of the kanban-era triggers: nothing to check
         return check_fields(payload, trig.params, f"`{trigger}`", "payload", index.records)
+
+
+def _move(d: Delivery, target: str, options: str | None, destination: PlanStep | None, store: Store,
+          stamp: Mapping[str, Any]) -> tuple[MoveResult, PlanStep | None]:
+    """A transition's step change, as `Arrivals.write` calls it (`partial(_move, …)`): a module function rather than
+    a closure (a closure made every local of `_transition` a cell; ADR 0052)."""
+    session_id = d.session_id
+    return store.move_task(d.task.id, d.workflow_id, target, route="engine_transition",
+                           actor_kind="agent" if session_id else "system", actor_id=session_id,
+                           session_id=session_id, expected_step_id=d.step_id, expected_entry_id=d.task.entry_id,
+                           operation_id=d.operation_id, operation_trigger=d.trigger, arrival_options=options,
+                           plan=stamp["plan"], entry_owner=stamp["entry_owner"]), destination
 
 
 def _ran_before(walk: tuple[PlanAction, ...], upto: PlanAction) -> list[str]:

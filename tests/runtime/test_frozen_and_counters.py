@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from interlock.runtime.frozen import fast_init
+from interlock.runtime.recorder import Recorder
 from interlock.runtime.records import Counters
 from interlock.runtime.store import EntryRecord, LedgerRow, TaskState
 
@@ -158,5 +159,14 @@ def test_counters_add_each_adds_one_to_each_name() -> None:
     counters = Counters()
     counters.add_each(("transitions", "arrivals"))
     counters.add_each(("arrivals",))
+    snap = counters.snapshot()
+    assert (snap["transitions"], snap["arrivals"], snap["dispatches"]) == (1, 2, 0)
+
+
+def test_a_recorders_count_adds_to_its_counters_and_its_views() -> None:
+    counters = Counters()
+    recorder = Recorder([], counters)
+    recorder.count("transitions", "arrivals")
+    recorder.naming("rev").count("arrivals")  # a view counts into the same counters
     snap = counters.snapshot()
     assert (snap["transitions"], snap["arrivals"], snap["dispatches"]) == (1, 2, 0)
