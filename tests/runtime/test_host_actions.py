@@ -46,7 +46,9 @@ def env(request: pytest.FixtureRequest, build_runtime: Callable[..., Runtime]) -
     clock = Clock()
     store, _ = clocked_store(request, clock)
     calls, sink = Calls(), ListSink()
-    return Env(store, clock, calls, sink, runtime(store, calls, sink=sink, build=build_runtime))  # closed by it
+    rt = runtime(store, calls, sink=sink, build=build_runtime)
+    request.addfinalizer(rt.close)  # before the store closes (LIFO): a runtime closed after it would reconnect
+    return Env(store, clock, calls, sink, rt)
 
 
 # ---- action_failed -------------------------------------------------------------------------------------------

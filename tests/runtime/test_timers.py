@@ -30,6 +30,7 @@ class Env:
         self.store, _ = clocked_store(request, self.clock)
         self.calls, self.sink = Calls(), ListSink()
         self.rt: Runtime = runtime(self.store, self.calls, sink=self.sink, build=build)
+        request.addfinalizer(self.rt.close)  # before the store closes (LIFO): a later close would reconnect
 
     def timers(self, **fields: Any) -> list[Record]:
         return [r for r in self.sink.records
