@@ -225,7 +225,7 @@ class Ticker:
                                                task_id=row.task_id, trigger="retry")
             if claim == "busy":
                 return TickItem("retry", row.task_id, row.label, row.slot, "in_progress")
-            if claim == "applied":  # another process ran this try: the row moves on, nothing is recorded twice
+            if claim in ("applied", "pruned"):  # another process ran this try: the row moves on, nothing twice
                 self.store.drop_due(row.id, row.slot)
                 return TickItem("retry", row.task_id, row.label, row.slot, "idempotent")
             reruns = self.entries.run_of(revision).rerun(ledger, step, (row.position,))

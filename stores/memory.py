@@ -70,6 +70,8 @@ from ._common import (
     stored_shape,
 )
 from .memory_due import MemoryDue
+from .memory_prune import MemoryPruning
+from .memory_runs import MemoryRunQueue
 from .memory_history import read_history
 
 _task_state = builder(TaskState)  # the hot paths' constructors (interlock.runtime.frozen.builder)
@@ -91,7 +93,7 @@ SeatKey = tuple[str, str, str, str]  # (task_id, step_id, role, agent)
 DeciderKey = tuple[str, str, str, str, str]  # (task_id, step_id, decider_type, decider_id, role)
 
 
-class MemoryStore:
+class MemoryStore(MemoryRunQueue, MemoryPruning):
     """The `interlock.runtime.store.Store` protocol in process memory (non-durable)."""
 
     durable: bool = False
@@ -479,6 +481,8 @@ class MemoryStore:
         now = self.now()
         with self._lock:
             found = self._operations.get(operation_id)
+            if found is None and (pruned := self._claim_pruned(operation_id)) is not None:
+                return pruned
             if found is not None and found[0] == "applied":
                 return "applied"
             if found is not None and self._owner_alive(found[2], now):

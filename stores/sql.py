@@ -78,6 +78,8 @@ from .engine import ADVISORY_NAMESPACE, display_url, make_engine
 from .migrate import check_schema
 from .sql_due import SqlDue
 from .sql_incidents import SqlIncidents
+from .sql_prune import SqlPruning, pruned_or_busy
+from .sql_runs import SqlRunQueue
 from .sql_rows import ledger as _ledger
 from .sql_rows import ledger_row as _ledger_row
 from .sql_rows import participant as _participant
@@ -157,7 +159,7 @@ class _Unit:
         self.inner.__exit__(kind, exc, tb)
 
 
-class SqlStore:
+class SqlStore(SqlRunQueue, SqlPruning):
     """The `interlock.runtime.store.Store` protocol on SQLite and PostgreSQL; durable.
 
     `SqlStore(url_or_engine)` checks once that the database is at this interlock's
@@ -585,7 +587,9 @@ class SqlStore:
                 return "taken_over"
             cur.execute(sh.stmt.q_operation, params)
             row = cur.fetchone()
-        return "applied" if row is not None and row[0] == "applied" else "busy"
+            if row is None:
+                return pruned_or_busy(self, tx, str(params["key"]))
+        return "applied" if row[0] == "applied" else "busy"
 
     def release_operation(self, operation_id: str, token: str) -> bool:
         """Give up `token`'s claim; False if it holds none."""
