@@ -70,9 +70,9 @@ from ._common import (
     stored_shape,
 )
 from .memory_due import MemoryDue
+from .memory_history import read_history
 from .memory_prune import MemoryPruning
 from .memory_runs import MemoryRunQueue
-from .memory_history import read_history
 
 _task_state = builder(TaskState)  # the hot paths' constructors (interlock.runtime.frozen.builder)
 _ledger_row = builder(LedgerRow)

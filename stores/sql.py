@@ -79,12 +79,12 @@ from .migrate import check_schema
 from .sql_due import SqlDue
 from .sql_incidents import SqlIncidents
 from .sql_prune import SqlPruning, pruned_or_busy
-from .sql_runs import SqlRunQueue
 from .sql_rows import ledger as _ledger
 from .sql_rows import ledger_row as _ledger_row
 from .sql_rows import participant as _participant
 from .sql_rows import task as _task
 from .sql_rows import task_state as _task_state
+from .sql_runs import SqlRunQueue
 from .statements import (
     _PARTICIPANT_COLS,
     ADVISORY_LOCK,
