@@ -8,7 +8,6 @@ Only the standard library is imported at the top: SQLAlchemy and alembic load wh
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from interlock.cmdline import EXIT_OK
