@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from .ledger import LedgerWriter
     from .migrate import check_schema, current_revision, head_revision, upgrade
-    from .prune import PruneReport, prune
+    from .pruning import PruneReport, prune
     from .sql import SqlStore
 
 __all__ = [
@@ -43,8 +43,8 @@ _LAZY = {
     "current_revision": ".migrate",
     "head_revision": ".migrate",
     "check_schema": ".migrate",
-    "prune": ".prune",
-    "PruneReport": ".prune",
+    "prune": ".pruning",
+    "PruneReport": ".pruning",
 }
 
 

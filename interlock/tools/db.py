@@ -1,6 +1,6 @@
 """`interlock db upgrade|current --url URL`, `interlock db prune --store URL --older-than 90d`: a database URL in,
 interlock's tables created or upgraded (alembic migrations), their schema revision printed, or the finished history
-of quiet tasks deleted (`interlock.stores.prune`; docs/runtime.md, "Pruning the store").
+of quiet tasks deleted (`interlock.stores.prune`, in stores/pruning.py; docs/runtime.md, "Pruning the store").
 
 Only the standard library is imported at the top: SQLAlchemy and alembic load when the command runs.
 """
@@ -74,7 +74,7 @@ def _window(text: str) -> float:
 
 
 def _batch(text: str) -> int:
-    from interlock.stores.prune import MAX_PRUNE_BATCH
+    from interlock.stores.pruning import MAX_PRUNE_BATCH
 
     if not text.isdigit() or not 1 <= int(text) <= MAX_PRUNE_BATCH:
         raise argparse.ArgumentTypeError(f"`{text}` is not a batch size: give a whole number from 1 to "

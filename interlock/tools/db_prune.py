@@ -73,7 +73,7 @@ def _json(report: Any, interrupted: bool) -> str:
 
 
 def run_prune(args: argparse.Namespace) -> int:
-    from interlock.stores.prune import PruneReport, prune
+    from interlock.stores.pruning import PruneReport, prune
 
     store = _open(args.url, args.dry_run)
     progress = _Progress()

@@ -126,7 +126,7 @@ def test_ctrl_c_after_a_batch_keeps_it_and_says_so(tmp_path: Path, capsys: pytes
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"sqlite:///{tmp_path / 'orchestrator.db'}"
     _store_with_old_tasks(url, 4)
-    from interlock.stores import prune as prune_module
+    from interlock.stores import pruning as prune_module
 
     real = prune_module.prune
 
@@ -143,7 +143,7 @@ def test_ctrl_c_after_a_batch_keeps_it_and_says_so(tmp_path: Path, capsys: pytes
     monkeypatch.setattr(prune_module, "prune", interrupted)
     assert main(["db", "prune", "--store", url, "--older-than", "90d", "--batch", "1"]) == 130
     out, err = capsys.readouterr()
-    assert out.startswith("deleted 4 rows (step_transitions 2, ")
+    assert out.startswith("deleted 6 rows (step_transitions 2, ")
     assert "interrupted after 2 batch(es): what they deleted stays deleted" in err
     assert len(_dump(url)["interlock_pruned_operations"]) == 2
     monkeypatch.setattr(prune_module, "prune", real)

@@ -17,7 +17,7 @@ import pytest
 from interlock.runtime.store import Decision, EntryRecord, QueuedRun, Store, StoreError, TaskState
 from interlock.runtime.store_due import Incident, TimerArm
 from interlock.stores import MemoryStore, SqlStore, prune
-from interlock.stores.prune import TABLES
+from interlock.stores.pruning import TABLES
 
 DAY = 86_400.0
 BACKENDS = ["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
