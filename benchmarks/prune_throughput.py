@@ -79,6 +79,25 @@ def explain(store: Any, cutoff: float, limit: int) -> list[tuple[str, str]]:
     return out
 
 
+def fingerprint_bytes(store: Any) -> float:
+    """The bytes `interlock_pruned_operations` takes (table and index) per row."""
+    sh = store._shared
+    tx, _ = sh.acquire("measuring the fingerprints")
+    try:
+        cur = tx.cursor
+        cur.execute("SELECT count(*) FROM interlock_pruned_operations")
+        rows = int(cur.fetchone()[0])
+        if sh.postgres:
+            cur.execute("SELECT pg_total_relation_size('interlock_pruned_operations')")
+        else:
+            cur.execute("SELECT SUM(pgsize) FROM dbstat WHERE name IN ('interlock_pruned_operations', "
+                        "'sqlite_autoindex_interlock_pruned_operations_1')")
+        size = int(cur.fetchone()[0] or 0)
+    finally:
+        sh.release(tx)
+    return size / max(rows, 1)
+
+
 def measure(url: str, batch: int, window: float) -> dict[str, Any]:
     from interlock.stores import open_store, prune
 
@@ -102,10 +121,12 @@ def measure(url: str, batch: int, window: float) -> dict[str, Any]:
         began = time.perf_counter()
         again = prune(store, older_than=window, batch=batch)
         again_s = time.perf_counter() - began
+        per_fingerprint = fingerprint_bytes(store)
     finally:
         store.close()  # type: ignore[attr-defined]
     return {"dry": dry, "dry_s": dry_s, "real": real, "real_s": real_s, "again": again, "again_s": again_s,
-            "batch_median_s": statistics.median(times), "batch_max_s": max(times), "plans": plans}
+            "batch_median_s": statistics.median(times), "batch_max_s": max(times), "plans": plans,
+            "fingerprint_bytes": per_fingerprint}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  dry run first: {dry.rows:,} rows counted in {fig['dry_s']:.1f} s "
               f"({'the same' if dry.deleted == real.deleted else 'DIFFERENT'} counts)")
         print(f"  rerun (nothing left): {fig['again'].rows} rows in {fig['again_s']:.1f} s")
+        print(f"  interlock_pruned_operations: {fig['fingerprint_bytes']:.0f} bytes per fingerprint (table and index)")
         for sql, plan in fig["plans"]:
             print(f"  {sql}\n      {plan}")
     return 0

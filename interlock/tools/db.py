@@ -51,7 +51,7 @@ the last line says how many rows went, per table.  (docs/runtime.md, "Pruning th
 
 
 def _prune_parser(actions: Any) -> argparse.ArgumentParser:
-    pr = actions.add_parser("prune", help="delete the finished history of tasks quiet for longer than a window",
+    pr: argparse.ArgumentParser = actions.add_parser("prune", help="delete the finished history of tasks quiet for longer than a window",
                             description=_PRUNE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     pr.add_argument("--store", "--url", dest="url", required=True, metavar="URL", help=_URL_HELP)
     pr.add_argument("--older-than", required=True, type=_window, metavar="DURATION",

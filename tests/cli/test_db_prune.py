@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 from interlock.cli import main
 from interlock.runtime.store import EntryRecord, QueuedRun, TaskState

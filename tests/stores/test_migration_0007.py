@@ -77,7 +77,7 @@ def test_a_0006_database_with_runs_upgrades(url: str) -> None:
     assert upgrade(url) == "0007"  # replayable
     assert _rows(url, "SELECT idempotency_key, consumer, claims, acked_at IS NOT NULL FROM interlock_runs "
                       "ORDER BY id") == [(f"k{i}", "(before 0007)", 0, True) for i in range(3)]
-    assert INDEXES <= _indexes(url)
+    assert _indexes(url) >= INDEXES
     store = open_store(url, create=False)
     try:
         assert len(store.runs()) == 3  # every run stays readable
