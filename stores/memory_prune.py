@@ -107,6 +107,8 @@ class MemoryPruning:
         for d in superseded:
             del store._decision_log[d]
             store._evaluated.pop(d, None)
+            store._stamps.pop(("d", d), None)
+            store._stamps.pop(("s", d), None)
         for i in incidents:
             del store._due._incidents[i.id]
             store._due._incident_keys.pop(i.key, None)
