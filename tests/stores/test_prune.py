@@ -179,3 +179,51 @@ def test_bad_arguments_are_refused(store: Store) -> None:
 
 def test_the_tables_reported() -> None:
     assert TABLES[0] == "interlock_step_transitions" and "interlock_owners" in TABLES
+
+
+_KILLED_AFTER_TWO_BATCHES = """
+import os, signal, sys
+from interlock.stores import open_store, prune
+store = open_store(sys.argv[1], create=False, clock=lambda: __import__("time").time() + 100 * 86400)
+def progress(report):
+    if report.batches == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+prune(store, older_than=90 * 86400, batch=1, progress=progress)
+"""
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def test_a_prune_killed_between_batches_loses_nothing(backend: str, request: pytest.FixtureRequest,
+                                                      tmp_path: Any) -> None:
+    """SIGKILL after the second batch committed: those two tasks are pruned (fingerprints kept), the others are
+    whole, and a rerun finishes the job."""
+    import signal
+    import subprocess
+    import sys
+
+    from interlock.stores import open_store
+
+    if backend == "sqlite":
+        url = request.getfixturevalue("sqlite_url")
+    else:
+        server = request.getfixturevalue("pg_server")
+        url = str(server.url_for(server.new_schema()))
+    clock = Clock()
+    store = open_store(url, clock=clock)
+    try:
+        tids = [f"T{i}" for i in range(4)]
+        for t in tids:
+            finished(store, t)
+        (tmp_path / "kill.py").write_text(_KILLED_AFTER_TWO_BATCHES, encoding="utf-8")
+        proc = subprocess.run([sys.executable, str(tmp_path / "kill.py"), url], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == -signal.SIGKILL, proc.stderr
+        assert [len(store.ledger(t)) for t in tids] == [1, 1, 3, 3]
+        assert [store.claim_operation(f"turn:{t}", token="x", owner_id="o") for t in tids[:2]] == ["pruned"] * 2
+        assert [store.operation_applied(f"turn:{t}") for t in tids[2:]] == [True, True]
+        clock.offset = 100 * DAY
+        rest = prune(store, older_than=90 * DAY, batch=1)
+        assert (rest.tasks_pruned, rest.fingerprints) == (4, 2)
+        assert [len(store.ledger(t)) for t in tids] == [1, 1, 1, 1]
+    finally:
+        store.close()  # type: ignore[attr-defined]
