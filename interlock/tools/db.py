@@ -46,7 +46,8 @@ incidents, armed timers and retries, runs not acknowledged and anything newer th
   interlock db prune --store postgresql://app@db/orchestrator --older-than 90d --batch 2000
 
 Tasks are taken BATCH at a time, each batch one transaction: an interrupted prune (Ctrl-C, a killed
-process) loses nothing, and running it again goes on.  Progress goes to standard error on a terminal;
+process) loses nothing, and running it again goes on (--after TASK skips the tasks an interrupted run
+reported it had looked at).  Progress goes to standard error on a terminal;
 the last line says how many rows went, per table.  (docs/runtime.md, "Pruning the store")"""
 
 
@@ -60,6 +61,9 @@ def _prune_parser(actions: Any) -> argparse.ArgumentParser:
     pr.add_argument("--dry-run", action="store_true", help="count what would be deleted; write nothing")
     pr.add_argument("--batch", type=_batch, default=1000, metavar="N",
                     help="tasks per batch, each batch one transaction (default 1000, at most 5000)")
+    pr.add_argument("--after", default="", metavar="TASK",
+                    help="start after this task id (tasks are taken in id order): the last task an interrupted run "
+                         "reported, to skip what it looked at")
     pr.add_argument("--format", choices=("text", "json"), default="text", help="the summary's format")
     return pr
 

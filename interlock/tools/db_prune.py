@@ -84,7 +84,8 @@ def run_prune(args: argparse.Namespace) -> int:
         progress(report)
 
     try:
-        report = prune(store, older_than=args.older_than, dry_run=args.dry_run, batch=args.batch, progress=step)
+        report = prune(store, older_than=args.older_than, dry_run=args.dry_run, batch=args.batch, progress=step,
+                       after=args.after)
         interrupted = False
     except KeyboardInterrupt:
         if not seen:
@@ -96,6 +97,7 @@ def run_prune(args: argparse.Namespace) -> int:
     sys.stdout.write((_json(report, interrupted) if args.format == "json" else summary(report)) + "\n")
     if interrupted:
         sys.stderr.write(f"interlock db prune: interrupted after {report.batches} batch(es): what they deleted stays "
-                         "deleted, nothing else was; run it again to go on\n")
+                         f"deleted, nothing else was; run it again to go on (--after {report.last_task} skips the "
+                         "tasks it looked at)\n")
         return EXIT_INTERRUPTED
     return EXIT_OK

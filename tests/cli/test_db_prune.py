@@ -145,6 +145,8 @@ def test_ctrl_c_after_a_batch_keeps_it_and_says_so(tmp_path: Path, capsys: pytes
     assert out.startswith("deleted 6 rows (step_transitions 2, ")
     assert "interrupted after 2 batch(es): what they deleted stays deleted" in err
     assert len(_dump(url)["interlock_pruned_operations"]) == 2
+    assert "--after T1 skips the tasks it looked at" in err
     monkeypatch.setattr(prune_module, "prune", real)
-    assert main(["db", "prune", "--store", url, "--older-than", "90d", "--batch", "1"]) == 0
-    assert capsys.readouterr().out.startswith("deleted 6 rows (step_transitions 2, ")
+    assert main(["db", "prune", "--store", url, "--older-than", "90d", "--batch", "1", "--after", "T1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("deleted 6 rows (step_transitions 2, ") and out.endswith("2 of 2 tasks quiet for 90d\n")
