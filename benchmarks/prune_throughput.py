@@ -70,10 +70,13 @@ def explain(store: Any, cutoff: float, limit: int) -> list[tuple[str, str]]:
         plan(p._fill(p.Q_OLD_LATEST, L=ids), params)
         for sql in p._BUSY:
             plan(p._fill(sql, T=t, L=ids), params)
-        k = p._marks("k", sorted(latest.values()), params)
         plan(p._fill(p.Q_KEEP, Q=t), params)
+        k = p._marks("k", sorted(latest.values()), params)
+        plan(p._fill(p.Q_OLD_ROWS, Q=t, K=k), params)
+        cur.execute(sh.sql(p._fill(p.Q_OLD_ROWS, Q=t, K=k)), params)
+        o = p._marks("o", sorted(int(r[0]) for r in cur.fetchall()), params)
         for where in p._WHERE.values():
-            plan("SELECT count(*) " + p._fill(where, Q=t, K=k), params)
+            plan("SELECT count(*) " + p._fill(where, Q=t, O=o), params)
     finally:
         sh.release(tx)
     return out

@@ -10,8 +10,8 @@ docs/runtime.md ("Pruning the store") and ADR 0047 say what is deleted and why i
    acknowledged, no decision `recover` has yet to re-evaluate, no incident not resolved, no due row (timer or
    retry), no position in progress, and nothing of any of these written since the cutoff — each one lookup per
    table by the table's task index;
-3. deletes, for those tasks, the ledger rows other than the current entry (the latest row, and the row the task
-   row names) with their markers, the applied operations (keeping each one's key in
+3. reads the ids of those tasks' ledger rows other than the current entry (the latest row, and the row the task
+   row names) and deletes those rows and their markers by id, the applied operations (keeping each one's key in
    `interlock_pruned_operations`, so a redelivery is refused as `pruned`), the acknowledged runs, the superseded
    decisions and the resolved incidents.
 
@@ -54,10 +54,11 @@ _BUSY = (
 )
 """Each names tasks of the batch that are not quiet (see the module's docstring)."""
 Q_KEEP = "SELECT entry_id FROM interlock_tasks WHERE id IN {Q} AND entry_id IS NOT NULL"
-_OLD_ROWS = "FROM interlock_step_transitions WHERE task_id IN {Q} AND id NOT IN {K}"
+Q_OLD_ROWS = "SELECT id FROM interlock_step_transitions WHERE task_id IN {Q} AND id NOT IN {K}"
 _WHERE = {
-    "interlock_entry_markers": "FROM interlock_entry_markers WHERE entry_id IN (SELECT id " + _OLD_ROWS + ")",
-    "interlock_step_transitions": _OLD_ROWS,
+    # by the ids read first: a subquery here let PostgreSQL's planner hash-join a scan of every marker
+    "interlock_entry_markers": "FROM interlock_entry_markers WHERE entry_id IN {O}",
+    "interlock_step_transitions": "FROM interlock_step_transitions WHERE id IN {O}",
     "interlock_operations": "FROM interlock_operations WHERE task_id IN {Q} AND state = 'applied'",
     "interlock_runs": "FROM interlock_runs WHERE task_id IN {Q} AND acked_at IS NOT NULL",
     "interlock_decisions": "FROM interlock_decisions WHERE task_id IN {Q} AND superseded_at IS NOT NULL",
@@ -79,7 +80,7 @@ def _marks(name: str, values: Sequence[Any], params: dict[str, Any]) -> str:
 
 
 def _fill(text: str, **lists: str) -> str:
-    """`text` with its `{Q}`, `{K}`, `{L}`, `{T}` lists put in (`{NOW}` is left for the clock)."""
+    """`text` with its `{Q}`, `{K}`, `{L}`, `{O}`, `{T}` lists put in (`{NOW}` is left for the clock)."""
     for name, value in lists.items():
         text = text.replace("{" + name + "}", value)
     return text
@@ -130,13 +131,14 @@ class SqlPrune:
         q = _marks("q", sorted(quiet), params)
         cur.execute(self._sql(_fill(Q_KEEP, Q=q)), params)
         keep = sorted({latest[t] for t in quiet} | {int(r[0]) for r in cur.fetchall()})
-        k = _marks("k", keep, params)
+        cur.execute(self._sql(_fill(Q_OLD_ROWS, Q=q, K=_marks("k", keep, params))), params)
+        o = _marks("o", sorted(int(r[0]) for r in cur.fetchall()), params)
         out.pruned = len(quiet)
         if not dry_run:
             cur.execute(self._sql(_fill(I_FINGERPRINTS, Q=q)), params)
             out.fingerprints = max(int(cur.rowcount), 0)
         for table, where in _WHERE.items():
-            sql = _fill(where, Q=q, K=k)
+            sql = _fill(where, Q=q, O=o)
             if dry_run:
                 cur.execute(self._sql("SELECT count(*) " + sql), params)
                 out.deleted[table] = int(cur.fetchone()[0])
