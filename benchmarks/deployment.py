@@ -283,7 +283,7 @@ def diff_figure(url: str, folder: Path, repeat: int) -> dict[str, Any]:
     """`interlock diff OLD NEW --store URL` for two NEWs (nothing stranded; every task stranded): the CLI's wall
     time, the in-process `stranded()` time, and the plans of the queries it runs."""
     from interlock.compiler import compile_source
-    from interlock.compiler.diff import diff_plans
+    from interlock.diffing import diff_plans
     from interlock.dsl import SourceFile
     from interlock.stores.inflight import open_readonly, stranded
 

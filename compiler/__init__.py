@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import cached_property
+from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -146,9 +147,11 @@ def compile_bytes(name: str, data: bytes, *, search_dir: Path | None = None, lim
     return compile_source(source, search_dir=search_dir, limits=limits, want_plan=want_plan, ignore=ignore)
 
 
-def compile_path(path: Path, *, display: str | None = None, limits: Limits = DEFAULT_LIMITS,
+def compile_path(path: str | PathLike[str], *, display: str | None = None, limits: Limits = DEFAULT_LIMITS,
                  want_plan: bool = True, ignore: Collection[str] = ()) -> CompileResult:
-    """Compile a file on disk (`display` is the name diagnostics print, default the path as given)."""
+    """Compile a file on disk, named by a `Path` or a str (`display` is the name diagnostics print, default the path
+    as given)."""
+    path = Path(path)
     source, problems = read_limited(path, limits, name=None if display is None else display_name(display))
     if source is None:
         return CompileResult(display_name(path if display is None else display), tuple(problems))

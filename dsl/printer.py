@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from . import blockstr, ir
 from .escapes import quote
 
-__all__ = ["format_module", "format_value", "format_expr", "quote", "BINARY_PRECEDENCE", "NOT_PRECEDENCE",
-           "ATOM_PRECEDENCE"]
+__all__ = ["format_module", "format_value", "format_expr", "format_type", "format_params", "format_action",
+           "quote", "BINARY_PRECEDENCE", "NOT_PRECEDENCE", "ATOM_PRECEDENCE"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 # Words the grammar spells as literals.  A map key spelled like one is quoted so that it
@@ -144,15 +144,17 @@ def format_expr(expr: ir.Expr) -> str:
 # ---- declarations --------------------------------------------------------------------------
 
 
-def _type(t: ir.TypeRef) -> str:
-    inner = f"{t.name}[{_type(t.arg)}]" if t.arg is not None else t.name
+def format_type(t: ir.TypeRef) -> str:
+    """A type reference as source text (`list[str]?`)."""
+    inner = f"{t.name}[{format_type(t.arg)}]" if t.arg is not None else t.name
     return inner + ("?" if t.optional else "")
 
 
-def _params(params: tuple[ir.Param, ...]) -> str:
+def format_params(params: tuple[ir.Param, ...]) -> str:
+    """A parameter list as source text, parentheses included (`(channel: str = "ops")`)."""
     out = []
     for p in params:
-        text = f"{p.name.name}: {_type(p.type)}"
+        text = f"{p.name.name}: {format_type(p.type)}"
         if p.default is not None:
             text += f" = {format_value(p.default)}"
         out.append(text)
@@ -169,7 +171,7 @@ def _block(head: str, body: list[str], depth: int) -> list[str]:
 def _trigger(d: ir.TriggerDecl) -> list[str]:
     text = f"trigger {d.name.name}"
     if d.params:
-        text += f" {_params(d.params)}"
+        text += f" {format_params(d.params)}"
     if d.entry:
         text += " entry"
     return [text]
@@ -178,7 +180,7 @@ def _trigger(d: ir.TriggerDecl) -> list[str]:
 def _action_kind(d: ir.ActionKindDecl) -> list[str]:
     text = f"{d.action_class} {d.name.name}"
     if d.params:
-        text += _params(d.params)
+        text += format_params(d.params)
     if d.triggers is not None:
         text += f" on {_ids(d.triggers)}"
     if d.retry is not None:
@@ -188,7 +190,7 @@ def _action_kind(d: ir.ActionKindDecl) -> list[str]:
 
 
 def _record(d: ir.RecordDecl) -> list[str]:
-    body = [f"{_INDENT}{f.name.name}: {_type(f.type)}" for f in d.fields]
+    body = [f"{_INDENT}{f.name.name}: {format_type(f.type)}" for f in d.fields]
     return _block(f"record {d.name.name}", body, 0)
 
 
@@ -219,7 +221,9 @@ def _flag(f: ir.StepFlag) -> str:
     return f.name + ((" true" if f.value else " false") if f.explicit else "")
 
 
-def _action(a: ir.ActionCall) -> str:
+def format_action(a: ir.ActionCall) -> str:
+    """One action of a handler or timer as source text: the call, its guard and its flags (the kandev bridge
+    writes its actions with it)."""
     text = a.name.name
     if a.has_parens or a.args:
         args = (f"{x.name.name}: {format_value(x.value)}" if x.name is not None else format_value(x.value)
@@ -239,10 +243,10 @@ def _step(s: ir.StepDecl, depth: int) -> list[str]:
     body = [f"{pad}{_flag(f)}" for f in s.flags]
     body += [f"{pad}{_setting(x, pad)}" for x in s.settings]
     for h in s.handlers:
-        actions = [f"{pad}{_INDENT}{_action(a)}" for a in h.actions]
+        actions = [f"{pad}{_INDENT}{format_action(a)}" for a in h.actions]
         body += _block(f"on {h.trigger.name}", actions, depth + 1)
     for t in s.timers:
-        body += _block(t.written, [f"{pad}{_INDENT}{_action(a)}" for a in t.actions], depth + 1)
+        body += _block(t.written, [f"{pad}{_INDENT}{format_action(a)}" for a in t.actions], depth + 1)
     return _block(_titled("step", s.name, s.title), body, depth)
 
 

@@ -336,7 +336,7 @@ def render_sarif(diagnostics: Sequence[Diagnostic], *, tool_version: str, files:
 
     Labels become `relatedLocations`; notes and help are appended to the message text.
     `files` (the files checked) become the run's `artifacts`, duplicates dropped.  `help_uri(code, name)`: each
-    rule's `helpUri`, the address of its documentation page (`interlock.explain.help_url`); none without it.
+    rule's `helpUri`, the address of its documentation page (`interlock.diagnostic_pages.help_url`); none without it.
     """
     rule_index = {code: i for i, code in enumerate(CODES)}
     rules = []

@@ -100,6 +100,12 @@ def output_target(raw: str, example: str) -> Path:
     names a file the command would write (every command's `-o` says the same).  The file is then written with
     `interlock.atomic.write_atomic`."""
     target = Path(raw)
+    if raw.endswith(("/", os.sep)) and not target.is_dir():  # Path() drops the slash: `out/` would write a file `out`
+        if target.exists():
+            raise UsageError(f"-o {short(raw)}: ends in `/` but {short(str(target))} is not a folder: drop the `/` "
+                             "to write to the file")
+        raise UsageError(f"-o {short(raw)}: the folder {short(raw)} does not exist (a name ending in `/` is a "
+                         "folder): create it first")
     if target.is_dir():
         raise UsageError(f"-o {short(raw)}: is a folder: give the file's name (e.g. {short(raw)}/{example})")
     parent = target.parent

@@ -18,7 +18,7 @@ Each error is defined where it is raised and stays importable there; this module
 `interlock.kandev.yamlread.YamlError`          kandev YAML this reader refuses
 `interlock.lsp.disk.Refused`                   a file the language server will not read
 `interlock.lsp.features.RenameRefused`         a rename the language server refuses
-`interlock.compiler.graph.GraphError`          a diagram that cannot be drawn
+`interlock.diagrams.GraphError`                a diagram that cannot be drawn
 `interlock.runtime.plan.PlanError`             a plan that cannot be used (unreadable, another version, edited)
 `interlock.runtime.scenario.ScenarioError`     a scenario that cannot be run
 `interlock.runtime.store.StoreError`           the store could not do what was asked

@@ -353,23 +353,20 @@ class Arrivals:
         step = destination or self.index.steps.get((row.to_workflow_id, row.to_step_id))
         if step is None:
             return self.entry.unknown_step(row)
-        task = TaskState(row.task_id, row.to_workflow_id, step.id, entry_id=row.id)
-        if step.entry_dispatch:  # what executors are given: the task as stored
-            try:
-                task = self.store.get_task(row.task_id) or task
-            except StoreError as exc:
-                return self.entry._incomplete(row, exc)
-        progress = self.entry.progress(row, task, step)
-        if not step.entry_dispatch:  # the common case of a transition: the record alone, no unit
+        if not step.entry_dispatch:  # the common case of a transition: the record alone, no unit, no `Progress`
             try:
                 recorded = self.store.record_entry(EntryRecord(row.id, row.task_id, row.to_workflow_id, step.id, ()))
             except StoreError as exc:
                 return self.entry._incomplete(row, exc)
             if not recorded:
                 return self.entry.redelivered(row)
-            progress.recorded = True
-            return self.entry.report(progress, live)
-        return self.entry.finish(progress, session_live=live)
+            return self.entry.report_empty(row, step, live)
+        try:  # what executors are given: the task as stored
+            task = self.store.get_task(row.task_id) or TaskState(row.task_id, row.to_workflow_id, step.id,
+                                                                 entry_id=row.id)
+        except StoreError as exc:
+            return self.entry._incomplete(row, exc)
+        return self.entry.finish(self.entry.progress(row, task, step), session_live=live)
 
 
 class _Refused(Exception):

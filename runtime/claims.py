@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 
 from .delivery import Delivery
 from .owner import Owner
@@ -69,6 +70,22 @@ UNCLAIMED = OperationHold(None, None, None, None, None, None)  # type: ignore[ar
 """The hold of a delivery with no operation id: never deduplicated, nothing to mark or release."""
 
 
+class _Unclaimed:
+    """What `Claims.operation` returns for a delivery with no operation id: a context manager that yields `UNCLAIMED`
+    and does nothing else (made once; a generator-based one cost about 6% of a `fire`: ADR 0052)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> OperationHold:
+        return UNCLAIMED
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_UNCLAIMED_BLOCK = _Unclaimed()
+
+
 class Claims:
     """Claims of one runtime: its owner, its store."""
 
@@ -76,13 +93,15 @@ class Claims:
         self.store = store
         self.owner = owner
 
+    def operation(self, delivery: Delivery) -> AbstractContextManager[OperationHold]:
+        """Claim `delivery`'s operation for the block (see the module's docstring); a delivery with no operation id
+        holds `UNCLAIMED`."""
+        return self._claimed(delivery) if delivery.operation_id else _UNCLAIMED_BLOCK
+
     @contextlib.contextmanager
-    def operation(self, delivery: Delivery) -> Iterator[OperationHold]:
-        """Claim `delivery`'s operation for the block (see the module's docstring)."""
+    def _claimed(self, delivery: Delivery) -> Iterator[OperationHold]:
         operation_id = delivery.operation_id
-        if not operation_id:
-            yield UNCLAIMED
-            return
+        assert operation_id is not None
         owner = self.owner
         token = owner.token()
         claim = self.store.claim_operation(operation_id, token=token, owner_id=owner.id, task_id=delivery.task.id,

@@ -355,6 +355,19 @@ class EntryRun:
                      session=row.session_id)
         return EntryResult(row.id, "dispatched", attempted, failed)
 
+    def report_empty(self, row: LedgerRow, step: PlanStep, session_live: bool) -> EntryResult:
+        """`report` of a recorded entry that dispatches nothing, without building its `Progress` (the same records
+        and counter; ADR 0052)."""
+        if session_live and step.entry_inline:
+            task = TaskState(row.task_id, row.to_workflow_id, step.id, entry_id=row.id)
+            return self.report(Progress(row, task, step, False, recorded=True), session_live)
+        rec = self.recorder
+        rec.count("entries_dispatched")
+        if rec.active:
+            rec.emit("entry", "info", task=row.task_id, step=step.id, entry_id=row.id, attempted=[], failed=[],
+                     workflow=row.to_workflow_id, session=row.session_id)
+        return EntryResult(row.id, "dispatched", (), ())
+
     def redelivered(self, row: LedgerRow) -> EntryResult:
         """A delivery of an entry that has its record: discarded whole."""
         self.recorder.redelivery("info", task=row.task_id, entry_id=row.id, step=row.to_step_id,

@@ -60,7 +60,7 @@ class InflightError(InterlockError):
 
 
 class ChangeLike(Protocol):
-    """What the analysis reads of a change record (`interlock.compiler.diff.Change` has it)."""
+    """What the analysis reads of a change record (`interlock.diffing.Change` has it)."""
 
     @property
     def code(self) -> str: ...

@@ -17,7 +17,13 @@ from interlock.runtime.store import Claim
 from ._common import operation_key
 from ._prune_rules import PruneBatch
 
-__all__ = ["MemoryPruning"]
+__all__ = ["MemoryPruning", "claim_pruned"]
+
+
+def claim_pruned(store: object, operation_id: str) -> Claim | None:
+    """`pruned` if `prune` deleted this applied operation of `store` (its fingerprint is kept), else None."""
+    keys = store.__dict__.get("_pruned_ops")
+    return "pruned" if keys and operation_key(operation_id) in keys else None
 
 
 class MemoryPruning:
@@ -30,10 +36,6 @@ class MemoryPruning:
         if keys is None:
             keys = store.__dict__["_pruned_ops"] = {}
         return keys
-
-    def _claim_pruned(self, operation_id: str) -> Claim | None:
-        """`pruned` if `prune` deleted this applied operation (its fingerprint is kept), else None."""
-        return "pruned" if operation_key(operation_id) in self._pruned_keys() else None
 
     def prune_batch(self, after: str, limit: int, cutoff: float, dry_run: bool) -> PruneBatch:
         store: Any = self

@@ -1,5 +1,10 @@
 """Shared pytest options and fixtures for the interlock test suite.
 
+Hypothesis runs under one profile for the whole suite, chosen by `HYPOTHESIS_PROFILE`: `ci` (the default: 25
+examples a property, no deadline, so a loaded machine cannot fail a test by its speed), `thorough` (200) and
+`campaign` (5,000: `HYPOTHESIS_PROFILE=campaign pytest tests/property`).  A property names its own
+`max_examples` only to run fewer than the profile's (an example that compiles several times): ADR 0054.
+
 `sqlite_template` is the suite's one migrated SQLite file: tests that need a SQLite store copy it
 (`sqlite_url`) instead of migrating a database of their own.  `pg_server` is the suite's one
 PostgreSQL bootstrap for fixtures (`INTERLOCK_TEST_PG_URL`, default the local `test` database): it
@@ -18,10 +23,21 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import HealthCheck, settings
 from sqlalchemy.engine import make_url
 
 from interlock.stores import upgrade
 from interlock.stores.engine import normalise_url
+
+# ---- Hypothesis ----------------------------------------------------------------------------------------
+
+_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
+PROFILES = {"ci": 25, "thorough": 200, "campaign": 5000}
+"""Examples a property runs under each profile (ADR 0054)."""
+for _name, _examples in PROFILES.items():
+    settings.register_profile(_name, max_examples=_examples, deadline=None, suppress_health_check=_SLOW_OK,
+                              print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture

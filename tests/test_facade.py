@@ -47,3 +47,15 @@ def test_importing_the_facade_loads_none_of_the_layers(tmp_path: Path) -> None:
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
+
+
+def test_compile_path_takes_a_str_as_well_as_a_path(tmp_path: Path) -> None:
+    """A newcomer writes `compile_path("board.wf")`: that is the same compile as `compile_path(Path("board.wf"))`,
+    never an AttributeError from inside the compiler."""
+    wf = tmp_path / "board.wf"
+    wf.write_text('workflow w "W" {\n  step a "A" {\n    start\n    terminal\n  }\n}\n', encoding="utf-8")
+    by_str = interlock.compile_path(str(wf))
+    by_path = interlock.compile_path(wf)
+    assert by_str.plan is not None and by_path.plan is not None
+    assert by_str.plan.digest == by_path.plan.digest
+    assert by_str.diagnostics == by_path.diagnostics

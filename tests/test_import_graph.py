@@ -95,6 +95,25 @@ def test_every_import_goes_the_way_the_layers_allow() -> None:
     assert not wrong, "imports against grammars <- dsl <- compiler -> runtime <- stores:\n" + "\n".join(wrong)
 
 
+FEATURES = ("interlock.diffing", "interlock.diagrams")
+"""The feature packages of the top folder (`interlock diff`'s plan comparison, `interlock graph`'s diagrams):
+libraries a command, a test or a host calls, named for what they do."""
+
+
+def test_the_feature_packages_are_libraries_under_their_commands() -> None:
+    """A feature package reads plans (the runtime's models, the compiler's guard text) and nothing above or beside
+    it: not the CLI, the commands, the stores, the language server or the kandev bridge (`TYPE_CHECKING` counted)."""
+    graph = _graph(FOLDERS, type_checking=True)
+    allowed = ("interlock.runtime", "interlock.compiler", "interlock.errors")
+
+    def inside(module: str, package: str) -> bool:
+        return module == package or module.startswith(package + ".")
+
+    wrong = sorted(f"{a} -> {b}" for a, targets in graph.items() for feature in FEATURES if inside(a, feature)
+                   for b in targets if not inside(b, feature) and not any(inside(b, p) for p in allowed))
+    assert set(FEATURES) <= set(graph)
+    assert not wrong, "a feature package imports above or beside itself:\n" + "\n".join(wrong)
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """One cycle through each back edge of a depth-first walk (none when the graph is acyclic).  A package imports
     its own modules from its __init__ (its public API), and the facade `interlock` names every layer: edges into

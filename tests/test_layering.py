@@ -44,6 +44,8 @@ CHECK_MUST_NOT_LOAD = ("sqlalchemy", "alembic", "interlock.commands", "interlock
                        "lsprotocol", "interlock.lsp",
                        # the record sinks and the OpenTelemetry adapter (ADR 0048), the asyncio runtime (ADR 0049)
                        "opentelemetry", "interlock.runtime.sinks", "interlock.runtime.otel", "interlock.runtime.aio",
+                       # the feature packages of `interlock diff` and `interlock graph` (ADR 0055)
+                       "interlock.diffing", "interlock.diagrams",
                        # the commands' modules: the CLI imports the module of the command it runs, no other
                        *(f"interlock.tools.{m}" for m in ("compile", "simulate", "test", "db", "diff", "explain",
                                                           "exports", "fmt", "graph", "imports", "lsp", "migrate",
@@ -141,6 +143,30 @@ print(json.dumps({{"statuses": statuses, "loaded": loaded({CHECK_MUST_NOT_LOAD!r
     assert isinstance(statuses, dict)
     assert all(pair == [0, 1] for pair in statuses.values()), statuses
     assert found["loaded"] == [], f"`interlock check` loaded {found['loaded']}"
+
+
+def test_a_runtime_without_opentelemetry_configured_never_loads_it(tmp_path: Path) -> None:
+    """Issue 21: the OpenTelemetry adapter costs `fire` nothing when not configured. A runtime on its default sink
+    that creates, fires, dispatches, records a decision and ticks loads neither `interlock.runtime.otel` nor
+    `opentelemetry` (both installed here: the `otel` extra is in `test`)."""
+    code = _LOADED_HELPER + f"""
+import json
+from interlock import Runtime, compile_path, open_store
+plan = compile_path({str(EXAMPLES / "office_default.wf")!r}).plan
+rt = Runtime(plan, open_store("sqlite://"))
+rt.create_task("T1", "office_default")
+rt.fire("on_turn_complete", "T1", session_id="S1", operation_id="turn:1")
+rt.record_decision("T1", verdict="approved", agent="rev-a", role="reviewer")
+rt.dispatch("agent_error", {{"task_id": "T1", "session_id": "", "execution_id": "E", "agent_profile_id": "",
+                            "error_message": "x", "user_initiated": False}})
+rt.tick()
+import importlib.util
+print(json.dumps({{"loaded": loaded(("opentelemetry", "interlock.runtime.otel")),
+                  "installed": importlib.util.find_spec("opentelemetry") is not None}}))
+"""
+    found = _run_probe(code, tmp_path)
+    assert found["installed"] is True, "the probe needs opentelemetry installed to show it is not loaded"
+    assert found["loaded"] == [], f"a runtime without OpenTelemetry configured loaded {found['loaded']}"
 
 
 # -- static ---------------------------------------------------------------------------------

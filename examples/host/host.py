@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             stop.wait(min(1.0, max(0.05, wait)))
     finally:
         rt.close()
+        store.close()  # its connections closed: SQLite folds its write-ahead log back into the file
         engine.dispose()
     return 0
 

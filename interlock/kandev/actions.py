@@ -1,12 +1,13 @@
-"""One action of kandev's YAML in, its `.wf` text out: types, config keys, moves, quorum guards, `queue_run` targets
-and literal payloads, every silent drop of kandev reported (the step and workflow around it: `importer`).
+"""One action of kandev's YAML in, its IR out (an `ActionCall`, which the IR printer writes: `format_action`): types,
+config keys, moves, quorum guards, `queue_run` targets and literal payloads, every silent drop of kandev reported
+(the step and workflow around it: `importer`).  Each node's span is the YAML node it was read from.
 """
 
 from __future__ import annotations
 
 import re
 
-from interlock.dsl.escapes import quote
+from interlock.dsl import ir
 
 from . import formats as F
 from .reading import NodeReader, wf_ident
@@ -34,8 +35,8 @@ class ActionReader(NodeReader):
         return sid
 
     # ---- one action -------------------------------------------------------------------------------
-    def action(self, node: YNode, trigger: str, portable: bool) -> str | None:
-        """The `.wf` text of one action (None: not imported, and why is reported)."""
+    def action(self, node: YNode, trigger: str, portable: bool) -> ir.ActionCall | None:
+        """One action as IR (None: not imported, and why is reported)."""
         if self.mapping(node, "an action") is None:
             return None
         self.keys(node, ("type", "config"), "an action")
@@ -63,7 +64,23 @@ class ActionReader(NodeReader):
         args = self.arguments(kind, kind_node, cfg)
         if args is None:
             return None
-        return F.KIND_OF_TYPE[kind] + (f"({', '.join(args)})" if args else "")
+        return ir.ActionCall(span=self.at(node), name=self.name_of(F.KIND_OF_TYPE[kind], kind_node), args=tuple(args))
+
+    # ---- IR nodes at YAML nodes --------------------------------------------------------------------
+    def name_of(self, name: str, node: YNode) -> ir.Ident:
+        return ir.Ident(span=self.at(node), name=name)
+
+    def arg(self, name: str | None, value: ir.Value) -> ir.Arg:
+        return ir.Arg(span=value.span, name=None if name is None else ir.Ident(span=value.span, name=name), value=value)
+
+    def str_at(self, text: str, node: YNode) -> ir.StrLit:
+        return ir.StrLit(span=self.at(node), value=text)
+
+    def int_at(self, value: int, node: YNode) -> ir.IntLit:
+        return ir.IntLit(span=self.at(node), value=value)
+
+    def dotted(self, text: str, node: YNode) -> ir.NameValue:
+        return ir.NameValue(span=self.at(node), parts=tuple(text.split(".")))
 
     def config(self, node: YNode, kind: str) -> dict[str, YNode]:
         """The config keys kandev reads for `kind`; any other is reported (kandev ignores it)."""
@@ -77,30 +94,31 @@ class ActionReader(NodeReader):
                             "not imported", help="its keys are " + (", ".join(F.CONFIG_KEYS[kind]) or "none"))
         return cfg
 
-    def arguments(self, kind: str, kind_node: YNode, cfg: dict[str, YNode]) -> list[str] | None:
+    def arguments(self, kind: str, kind_node: YNode, cfg: dict[str, YNode]) -> list[ir.Arg] | None:
         """The arguments of every kind but the moves and `run_script` (None: not imported)."""
-        args: list[str] = []
+        args: list[ir.Arg] = []
         if kind == "set_session_mode":
             mode = self.string(cfg.get("mode"), "`mode`")
             if not mode:
                 self.report("format-invalid", cfg.get("mode") or kind_node, "`set_session_mode` needs a non-empty "
                             "`mode` (kandev drops it otherwise); not imported")
                 return None
-            args.append(f"mode: {quote(mode)}")
+            args.append(self.arg("mode", self.str_at(mode, cfg["mode"])))
         elif kind == "run_code_review":
             pid = self.string(cfg.get("agent_profile_id"), "`agent_profile_id`")
             if pid is not None:
-                args.append(f"agent_profile: {quote(pid)}")
+                args.append(self.arg("agent_profile", self.str_at(pid, cfg["agent_profile_id"])))
         elif kind == "queue_run":
             target = self.string(cfg.get("target"), "`target`")
             if target is not None:
                 value = self.queue_target(target, cfg["target"])
                 if value is None:
                     return None
-                args.append(f"target: {value}")
+                args.append(self.arg("target", value))
             task = self.string(cfg.get("task_id"), "`task_id`")
             if task is not None:
-                args.append("task: this" if task in ("this", "") else f"task: {quote(task)}")
+                at = cfg["task_id"]
+                args.append(self.arg("task", self.dotted("this", at) if task in ("this", "") else self.str_at(task, at)))
                 if task == "":
                     self.report("normalised", cfg["task_id"], "an empty `task_id` means `this`: written as `this`")
         if kind in ("queue_run_for_each_participant", "ensure_participant_seat"):
@@ -108,24 +126,24 @@ class ActionReader(NodeReader):
             if not role:
                 self.report("format-invalid", cfg.get("role") or kind_node, f"`{kind}` needs a `role`; not imported")
                 return None
-            args.append(f"role: {self.role(role, cfg['role'])}")
+            args.append(self.arg("role", self.dotted(self.role(role, cfg["role"]), cfg["role"])))
         if kind in ("queue_run", "queue_run_for_each_participant"):
             reason = self.string(cfg.get("reason"), "`reason`")
             if reason is None and self.as_timer:
                 reason = "on_heartbeat"
             if reason is not None:
-                args.append(f"reason: {quote(reason)}")
+                args.append(self.arg("reason", self.str_at(reason, cfg.get("reason") or kind_node)))
             if "payload" in cfg:
                 payload = self.literal(cfg["payload"])
                 if payload is not None:
-                    args.append(f"payload: {payload}")
+                    args.append(self.arg("payload", payload))
         if kind == "queue_run" and "cadence_seconds" in cfg and not self.as_timer:
             cadence = self.integer(cfg["cadence_seconds"], "`cadence_seconds`", minimum=1)
             if cadence is not None:
-                args.append(f"cadence_seconds: {cadence}")
+                args.append(self.arg("cadence_seconds", self.int_at(cadence, cfg["cadence_seconds"])))
         return args
 
-    def script(self, kind_node: YNode, cfg: dict[str, YNode]) -> str | None:
+    def script(self, kind_node: YNode, cfg: dict[str, YNode]) -> ir.ActionCall | None:
         """`run_script` (ADR 0042): `command` verbatim, `timeout_seconds` 1..86400, `failure_policy: continue` as
         the flag `continue_on_failure`; what kandev refuses is not imported."""
         command = self.string(cfg.get("command"), "`command`")
@@ -133,7 +151,7 @@ class ActionReader(NodeReader):
             self.report("format-invalid", cfg.get("command") or kind_node, "`run_script` needs a non-empty "
                         "`command`: kandev refuses it; not imported")
             return None
-        args = [f"command: {quote(command)}"]
+        args = [self.arg("command", self.str_at(command, cfg["command"]))]
         low, high, default = F.SCRIPT_TIMEOUT
         timeout = default
         if "timeout_seconds" in cfg:
@@ -144,7 +162,7 @@ class ActionReader(NodeReader):
                                 "less (a day): kandev refuses it; not imported")
                 return None
             timeout = given
-            args.append(f"timeout_seconds: {given}")
+            args.append(self.arg("timeout_seconds", self.int_at(given, cfg["timeout_seconds"])))
         policy = self.string(cfg.get("failure_policy"), "`failure_policy`")
         if policy is not None and policy not in F.FAILURE_POLICIES:
             self.report("format-invalid", cfg["failure_policy"], f"`failure_policy` `{policy}` is not `block` or "
@@ -155,9 +173,10 @@ class ActionReader(NodeReader):
                         "`continue_on_failure`): a template export leaves it out, a portable one writes it")
         self.report("executor-timeout", kind_node, f"kandev gives this script {timeout:,} seconds; interlock "
                     "abandons a host executor after the runtime's `executor_timeout` (60 seconds unless the host "
-                    "sets it), which then decides", help=f"build the host's Runtime with executor_timeout of at "
+                    "sets it) and records the call as failed (`timed out`)", help=f"build the host's Runtime with executor_timeout of at "
                     f"least {timeout} (or let its `run_script` executor enforce the script's own timeout)")
-        return f"run_script({', '.join(args)})" + (" continue_on_failure" if policy == "continue" else "")
+        return ir.ActionCall(span=self.at(kind_node), name=self.name_of("run_script", kind_node), args=tuple(args),
+                             continue_on_failure=self.at(cfg["failure_policy"]) if policy == "continue" else None)
 
     def role(self, raw: str, node: YNode) -> str:
         role = wf_ident(raw)
@@ -167,95 +186,94 @@ class ActionReader(NodeReader):
         self.role_nodes.setdefault(role, node)
         return role
 
-    def queue_target(self, target: str, node: YNode) -> str | None:
+    def queue_target(self, target: str, node: YNode) -> ir.Value | None:
         if target.strip() in ("", "primary"):
             if target != "primary":
                 self.report("normalised", node, "an empty `target` means `primary`: written as `primary`")
-            return "primary"
+            return self.dotted("primary", node)
         if target == "workspace.ceo_agent":
-            return target
+            return self.dotted(target, node)
         for prefix in ("participant_role:", "agent_profile_id:"):
             if target.startswith(prefix) and target[len(prefix):]:
                 if prefix == "participant_role:":
                     self.role(target[len(prefix):], node)
-                return quote(target)
+                return self.str_at(target, node)
         self.report("not-representable", node, f"unsupported `queue_run` target `{target}` (kandev fails the run); "
                     "not imported", help="targets: primary, workspace.ceo_agent, participant_role:ROLE, "
                     "agent_profile_id:ID")
         return None
 
-    def literal(self, node: YNode) -> str | None:
+    def literal(self, node: YNode) -> ir.Value | None:
         if node.kind == "map":
-            parts = []
+            entries = []
             for k, v in node.pairs:
                 value = self.literal(v)
                 if value is None:
                     return None
-                parts.append(f"{quote(k.text)}: {value}")
-            return "{" + ", ".join(parts) + "}"
+                entries.append(ir.MapEntry(span=self.at(k), key=k.text, value=value, key_span=self.at(k)))
+            return ir.MapValue(span=self.at(node), entries=tuple(entries))
         if node.kind == "seq":
             items = [self.literal(i) for i in node.items]
             if any(i is None for i in items):
                 return None
-            return "[" + ", ".join(i for i in items if i is not None) + "]"
+            return ir.ListValue(span=self.at(node), items=tuple(i for i in items if i is not None))
         if node.type == "str":
-            return quote(node.text)
+            return self.str_at(node.text, node)
         if node.type == "bool":
-            return "true" if node.data() else "false"
+            return ir.BoolLit(span=self.at(node), value=bool(node.data()))
         if node.type == "int":
-            return str(node.data())
+            return self.int_at(int(node.data()), node)
         self.report("not-representable", node, f"a {node.type} value has no form in the language's literals; "
                     "not imported")
         return None
 
-    def move(self, kind: str, kind_node: YNode, cfg: dict[str, YNode], trigger: str) -> str | None:
-        args: list[str] = []
+    def move(self, kind: str, kind_node: YNode, cfg: dict[str, YNode], trigger: str) -> ir.ActionCall | None:
+        args: list[ir.Arg] = []
         if kind == "move_to_step":
             sid = self.string(cfg.get("step_id"), "`step_id`")
             pos = self.integer(cfg.get("step_position"), "`step_position`") if "step_position" in cfg else None
             if sid:
-                args.append(self.target(sid, cfg["step_id"]))
+                args.append(self.arg(None, self.dotted(self.target(sid, cfg["step_id"]), cfg["step_id"])))
             elif pos is not None:
                 if pos not in self.positions:
                     self.report("dangling-step", cfg["step_position"], f"no step at position {pos}: kandev "
                                 "refuses the whole document")
                     return None
-                args.append(self.positions[pos])
+                args.append(self.arg(None, self.dotted(self.positions[pos], cfg["step_position"])))
             else:
                 self.report("dangling-step", kind_node, "`move_to_step` without `step_id` (or `step_position`): "
                             "kandev drops it silently; not imported")
                 return None
-        options = self.options(cfg)
-        if options:
-            args.append(f"options: {{{options}}}")
-        text = kind + (f"({', '.join(args)})" if args else "")
+        options = self.options(cfg, kind_node)
+        if options.entries:
+            args.append(self.arg("options", options))
         guard = self.guard(cfg, kind_node)
-        if guard:
-            text += f" when quorum({guard})"
         approval = self.boolean(cfg.get("requires_approval"), "`requires_approval`")
-        if approval:
-            text += " requires_approval"
-        elif approval is False:
+        action = ir.ActionCall(span=self.at(kind_node), name=self.name_of(kind, kind_node), args=tuple(args),
+                               guard=guard, requires_approval=self.at(cfg["requires_approval"]) if approval else None)
+        if approval is False:
             self.report("normalised", cfg["requires_approval"], "`requires_approval: false` is the default; export "
                         "leaves it out")
         if trigger == "on_turn_start" and (guard or approval):
             self.report("ignored-on-turn-start", kind_node, "kandev ignores guards and `requires_approval` on "
                         "`on_turn_start`; interlock honours them", help="drop them to keep kandev's behaviour")
-        return text
+        return action
 
-    def options(self, cfg: dict[str, YNode]) -> str:
+    def options(self, cfg: dict[str, YNode], kind_node: YNode) -> ir.MapValue:
         """kandev's entry options on a move (`instructions`, `skip_step_prompt`) as the map entries of the
         transition's `options` (ADR 0043)."""
-        entries: list[str] = []
+        entries: list[ir.MapEntry] = []
         instructions = self.string(cfg.get("instructions"), "`instructions`")
         if instructions is not None:
-            entries.append(f"instructions: {quote(instructions)}")
+            value: ir.Value = self.str_at(instructions, cfg["instructions"])
+            entries.append(ir.MapEntry(span=value.span, key="instructions", value=value))
         skip = self.boolean(cfg.get("skip_step_prompt"), "`skip_step_prompt`")
         if skip is not None:
-            entries.append(f"skip_step_prompt: {'true' if skip else 'false'}")
-        return ", ".join(entries)
+            value = ir.BoolLit(span=self.at(cfg["skip_step_prompt"]), value=skip)
+            entries.append(ir.MapEntry(span=value.span, key="skip_step_prompt", value=value))
+        return ir.MapValue(span=self.at(kind_node), entries=tuple(entries))
 
-    def guard(self, cfg: dict[str, YNode], kind_node: YNode) -> str | None:
+    def guard(self, cfg: dict[str, YNode], kind_node: YNode) -> ir.QuorumGuard | None:
         node = cfg.get("wait_for_quorum")
         wrapper = cfg.get("if")
         if wrapper is not None:
@@ -285,13 +303,16 @@ class ActionReader(NodeReader):
         if not role or not threshold:
             self.report("malformed-guard", node, bad + " (a `role` and a `threshold` are needed)")
             return None
+        at = node.get("threshold") or node
         match = re.fullmatch(r"n_approve:([0-9]+)", threshold)
         if match and int(match.group(1)) >= 1:
-            th = f"n_approve({int(match.group(1))})"
+            th = ir.Threshold(span=self.at(at), name=self.name_of("n_approve", at),
+                              count=self.int_at(int(match.group(1)), at))
         elif threshold in F.THRESHOLDS:
-            th = threshold
+            th = ir.Threshold(span=self.at(at), name=self.name_of(threshold, at))
         else:
             self.report("malformed-guard", node.get("threshold") or node, f"unknown threshold `{threshold}`: "
                         + bad, help="thresholds: " + ", ".join(F.THRESHOLDS) + ", n_approve:N (N ≥ 1)")
             return None
-        return f"{self.role(role, node.get('role') or node)}, {th}"
+        role_at = node.get("role") or node
+        return ir.QuorumGuard(span=self.at(node), role=self.name_of(self.role(role, role_at), role_at), threshold=th)

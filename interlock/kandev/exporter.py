@@ -13,7 +13,7 @@ ids, `hidden`, `wip_limit`, `pull_from`, the signal/cancel flags, session target
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from interlock.dsl.source import Span
 from interlock.runtime import plan as P
 
 from . import formats as F
-from .diagnostics import kv
+from .codes import kv
 from .timers import HEARTBEAT, heartbeat_reason, timer_export_problem
 
 __all__ = ["Exported", "export_program", "dump_yaml"]
@@ -54,6 +54,16 @@ def export_program(module: ir.Module, plan: P.Plan, fmt: str) -> Exported:
     else:
         out.data = workflows[0] if len(workflows) == 1 else workflows
     return out
+
+
+def _template_keeps(trigger: str, actions: Sequence[P.PlanAction]) -> str:
+    """The help of a generic trigger the portable format drops: the template format keeps it, unless its loader
+    refuses one of the handler's actions there too."""
+    refused = sorted({a.kind for a in actions if F.TYPE_OF_KIND.get(a.kind) not in F.TEMPLATE_ALLOWED.get(trigger, ())})
+    if not refused:
+        return "use --yaml-format template to keep it"
+    return (f"--yaml-format template cannot keep it either: kandev's template loader refuses "
+            f"{', '.join(f'`{k}`' for k in refused)} under `{trigger}`")
 
 
 def dump_yaml(data: Any) -> str:
@@ -207,7 +217,7 @@ class _Workflow:
             if self.portable and trigger not in F.PORTABLE_TRIGGERS:
                 self.report("export-dropped", handler.trigger, f"the portable format cannot carry `{trigger}` "
                             "(kandev drops the generic triggers both ways, its issue #1109): dropped",
-                            help="use --yaml-format template to keep it")
+                            help=_template_keeps(trigger, s.handlers.get(trigger, ())))
                 continue
             if trigger not in F.TRIGGERS:
                 self.report("export-refused", handler.trigger, f"`{trigger}` is not a trigger of kandev")

@@ -18,7 +18,7 @@ import re
 from interlock.dsl.escapes import quote
 
 from . import formats as F
-from .diagnostics import kv, span_at
+from .codes import kv, span_at
 from .placing import Line, place, text_of
 from .reading import Imported, wf_ident
 from .steps import StepReader

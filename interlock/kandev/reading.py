@@ -10,7 +10,7 @@ from typing import Any
 
 from interlock.dsl.diagnostics import Diagnostic
 
-from .diagnostics import kv, span_at
+from .codes import kv, span_at
 from .yamlread import YNode
 
 __all__ = ["Imported", "NodeReader", "wf_ident"]

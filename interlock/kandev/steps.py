@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from interlock.dsl import ir
 from interlock.dsl.escapes import quote
+from interlock.dsl.printer import format_action
 
 from . import formats as F
 from .actions import ActionReader
@@ -194,7 +196,7 @@ class StepReader(ActionReader):
                 body.append(Line(f"{_BODY}{head} {{ }}", trigger_key.line))
                 continue
             body.append(Line(f"{_BODY}{head} {{", trigger_key.line))
-            body += [Line(_ACTION + text, x.line) for x, text in written]
+            body += [Line(_ACTION + format_action(a), x.line) for x, a in written]
             body.append(Line(_BODY + "}"))
         return body
 
@@ -216,11 +218,11 @@ class StepReader(ActionReader):
                     help="write `on on_heartbeat { … }` instead if the host is to fire the heartbeat itself")
         return label
 
-    def entry_continues(self, written: list[tuple[YNode, str]]) -> None:
+    def entry_continues(self, written: list[tuple[YNode, ir.ActionCall]]) -> None:
         """A `run_script` that blocks (kandev's default policy) followed by more entry actions: kandev stops the list
         when it fails, interlock's entry goes on (record-and-continue)."""
-        for i, (node, text) in enumerate(written[:-1]):
-            if text.startswith("run_script(") and not text.endswith(" continue_on_failure"):
+        for i, (node, action) in enumerate(written[:-1]):
+            if action.name.name == "run_script" and action.continue_on_failure is None:
                 self.report("entry-continues", node, "when this script fails, kandev (`failure_policy: block`) "
                             f"stops the rest of `on_enter`; interlock's step entry records the failure and runs the "
                             f"{len(written) - i - 1} action(s) after it all the same",

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from interlock.config import Config
     from interlock.dsl import Diagnostic, SourceFile
 
-    from .index import Index
+    from .occurrences import Index
 
 __all__ = ["Analysis", "analyse", "completion_analysis", "prelude_analysis", "prelude_path", "PRELUDE_FILE"]
 
@@ -43,7 +43,7 @@ class Analysis:
 
     @cached_property
     def index(self) -> Index:
-        from .index import build_index
+        from .occurrences import build_index
 
         return build_index(self.program, self.symbols)
 

@@ -60,7 +60,7 @@ class Locator:
 def anchor(code: str, name: str, docs_url: str | None = None) -> str | None:
     """Where `codeDescription` points: the configured `docs_url`, else the code's section of the diagnostics page
     where interlock is installed (a wheel carries it; a checkout has docs/), `#il102-unknown-parameter`."""
-    from interlock.explain import help_url
+    from interlock.diagnostic_pages import help_url
 
     return help_url(code, name, docs_url)
 

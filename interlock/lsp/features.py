@@ -17,8 +17,8 @@ from interlock.runtime.vocabulary import THRESHOLDS
 from .analysis import PRELUDE_FILE
 from .convert import anchor
 from .guards import guard_completion
+from .hover_text import params_text, type_text, value_text
 from .positions import from_units, to_units
-from .render import params_text, type_text, value_text
 from .timers import timer_completion, timer_hover
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from .analysis import Analysis
     from .convert import Locator
-    from .index import Key, Occurrence
+    from .occurrences import Key, Occurrence
 
 __all__ = ["cursor", "hover", "definition", "references", "completion", "document_symbols", "workspace_symbols",
            "prepare_rename", "rename", "formatting", "code_actions", "KEYWORDS", "RenameRefused"]

@@ -1,5 +1,5 @@
 """The text typed before the cursor inside a transition's guard in, its completions out (its index entries are
-`interlock.lsp.index.index_guard`):
+`interlock.lsp.occurrences.index_guard`):
 `payload.` is the handler's trigger's parameters, `task.` and `host.` the prelude's records (docs/language.md §6).
 """
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
-from .render import type_text
+from .hover_text import type_text
 
 if TYPE_CHECKING:
     from interlock.compiler.symbols import Symbols

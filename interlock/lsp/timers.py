@@ -16,7 +16,7 @@ from interlock.dsl.source import Span
 from interlock.runtime.durations import duration_problem, duration_seconds, retry_delays, seconds_duration, spoken
 from interlock.runtime.vocabulary import GENERIC_TRIGGERS
 
-from .render import params_text
+from .hover_text import params_text
 
 if TYPE_CHECKING:
     from interlock.compiler.symbols import Symbols

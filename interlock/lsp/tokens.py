@@ -22,7 +22,7 @@ from .positions import to_units
 
 if TYPE_CHECKING:
     from .analysis import Analysis
-    from .index import Occurrence
+    from .occurrences import Occurrence
 
 __all__ = ["TOKEN_TYPES", "TOKEN_MODIFIERS", "semantic_tokens", "decode"]
 

@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     elif fmt == "json":
         text = render.render_json(diagnostics, summary=summary)
     elif fmt == "sarif":
-        from interlock.explain import help_url
+        from interlock.diagnostic_pages import help_url
 
         docs_url = next((config.docs_url for _, config in entries if config.docs_url), None)
         text = render.render_sarif(diagnostics, tool_version=__version__, files=[r.file for r in results],

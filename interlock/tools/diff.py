@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from interlock.errors import InterlockError
 
 if TYPE_CHECKING:
-    from interlock.compiler.diff import Change
+    from interlock.diffing import Change
     from interlock.runtime.plan import Plan
     from interlock.stores.inflight import Stranded
 
@@ -233,7 +233,7 @@ def _relative(path: str) -> str:
 
 
 def _run(args: argparse.Namespace) -> tuple[list[_Comparison], str | None]:
-    from interlock.compiler.diff import diff_plans
+    from interlock.diffing import diff_plans
 
     repo: list[_Repo] = []
     engine: Any = None

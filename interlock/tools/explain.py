@@ -1,7 +1,7 @@
 """`interlock explain CODE`: a diagnostic code (or its name) in, its documentation page on standard output out.
 
 The page is the code's section of docs/diagnostics.md (IL codes) or its row of docs/kandev.md (KV codes), read from
-the installed package (`interlock.explain`), so it works from a wheel install as from a checkout.
+the installed package (`interlock.diagnostic_pages`), so it works from a wheel install as from a checkout.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from interlock.cmdline import UsageError
-    from interlock.explain import docs_file, known_codes, page, suggest_code
+    from interlock.diagnostic_pages import docs_file, known_codes, page, suggest_code
 
     if docs_file("diagnostics.md") is None:
         raise UsageError("the diagnostics pages are not installed with interlock (docs/diagnostics.md is missing): "

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from interlock.cmdline import use_color as _use_color
     from interlock.compiler import compile_bytes
     from interlock.dsl import parse_bytes
-    from interlock.kandev.diagnostics import strict
+    from interlock.kandev.codes import strict
     from interlock.kandev.exporter import dump_yaml, export_program
     from interlock.kandev.report import emit
 

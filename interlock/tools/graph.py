@@ -1,6 +1,6 @@
 """`interlock graph`: a `.wf` file (or a compiled plan) in, a diagram of its workflows out.
 
-Mermaid and DOT are text from `interlock.compiler.graph` (pure); SVG and PNG are that DOT rendered by
+Mermaid and DOT are text from `interlock.diagrams` (pure); SVG and PNG are that DOT rendered by
 Graphviz's `dot`, run as a subprocess.  The output is byte-identical across runs (PNG and SVG for one
 Graphviz version).  Exit status: 0 drawn; 1 the file has errors (its diagnostics on stderr, as `check` and
 `compile` print them) or the plan cannot be used; 2 usage: no such file, an unknown `--workflow`, SVG/PNG
@@ -203,7 +203,7 @@ def _run(args: argparse.Namespace) -> int:
     plan, status = _plan(args)
     if plan is None:
         return status if status is not None else EXIT_PROBLEMS
-    from interlock.compiler.graph import GraphError, render
+    from interlock.diagrams import GraphError, render
 
     try:
         text = render(plan, "mermaid" if fmt == "mermaid" else "dot", args.workflow, args.direction,

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from interlock.cmdline import use_color as _use_color
     from interlock.compiler import compile_bytes
     from interlock.dsl.source import SourceFile
-    from interlock.kandev.diagnostics import kv, span_at, strict
+    from interlock.kandev.codes import kv, span_at, strict
     from interlock.kandev.importer import combined, import_text
     from interlock.kandev.report import emit
     from interlock.kandev.yamlread import MAX_BYTES

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 from typing import Any, TextIO
 
 __all__ = ["render", "event_line"]
@@ -49,6 +50,17 @@ def event_line(e: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def render(doc: dict[str, Any], why: list[dict[str, Any]] | None, out: TextIO) -> None:
+    """On a terminal, rich's tables straight to `out`; anywhere else (a pipe, a file) the same text with no line
+    padded to the width by trailing spaces."""
+    if out.isatty():
+        _render(doc, why, out)
+        return
+    buffer = io.StringIO()
+    _render(doc, why, buffer)
+    out.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
+
+
+def _render(doc: dict[str, Any], why: list[dict[str, Any]] | None, out: TextIO) -> None:
     from rich.console import Console
     from rich.table import Table
 

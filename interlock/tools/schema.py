@@ -1,6 +1,6 @@
 """`interlock schema plan|scenario [-o FILE]`: the JSON Schema (2020-12) of the plan or of the scenario format.
 
-The schema is generated from the runtime's models each time (`interlock.schemas`); the output is
+The schema is generated from the runtime's models each time (`interlock.json_schemas`); the output is
 deterministic, so the copies committed under `schemas/` can be compared with a fresh one.
 """
 
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from interlock.cmdline import output_target
-    from interlock.schemas import render
+    from interlock.json_schemas import render
 
     target = output_target(args.output, f"{args.name}.schema.json") if args.output and args.output != "-" else None
     text = render(args.name)

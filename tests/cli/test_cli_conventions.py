@@ -106,6 +106,20 @@ def test_compile_into_a_missing_folder_or_onto_a_folder(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+
+@pytest.mark.parametrize("command", [["compile", "examples/kanban.wf"], ["graph", "examples/kanban.wf"],
+                                     ["import", "tests/kandev/fixtures/scripted-release.yml"],
+                                     ["export", "examples/kanban.wf"]])
+def test_an_output_ending_in_a_slash_is_a_folder_never_a_file(command: list[str], tmp_path: Path) -> None:
+    """`-o out/` names a folder: when there is none, nothing is written as a file called `out` (it was), and a file
+    called `out` is not overwritten."""
+    err = one_clear_line(cli(*command, "-o", f"{tmp_path / 'out'}/"))
+    assert f"{tmp_path / 'out'}/" in err and "does not exist" in err
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "out").write_text("keep")
+    err = one_clear_line(cli(*command, "-o", f"{tmp_path / 'out'}/"))
+    assert "is not a folder" in err and (tmp_path / "out").read_text() == "keep"
+
 BAD_URLS = {
     "": "empty database URL",
     "   ": "empty database URL",

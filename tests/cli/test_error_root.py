@@ -21,7 +21,7 @@ USER_ERRORS = [
     ("interlock.tools.diff", "DiffUsageError"),
     ("interlock.tools.migrate", "MigrateUsageError"),
     ("interlock.kandev.yamlread", "YamlError"),
-    ("interlock.compiler.graph", "GraphError"),
+    ("interlock.diagrams", "GraphError"),
     ("interlock.runtime.plan", "PlanError"),
     ("interlock.runtime", "PlanError"),
     ("interlock.runtime.scenario", "ScenarioError"),

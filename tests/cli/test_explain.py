@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from interlock.cli import main
+from interlock.diagnostic_pages import help_url, known_codes, page, page_uri
 from interlock.dsl.diagnostics import CODES
-from interlock.explain import help_url, known_codes, page, page_uri
-from interlock.kandev.diagnostics import KVCODES
+from interlock.kandev.codes import KVCODES
 
 ROOT = Path(__file__).resolve().parents[2]
 BAD = "workflow w {\n  step a { start terminal  on on_enter { queue_run(targt: primary) } }\n}\n"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from interlock.compiler import compile_source
-from interlock.compiler.diff import diff_plans
-from interlock.compiler.graph import render_dot, render_mermaid
+from interlock.diagrams import render_dot, render_mermaid
+from interlock.diffing import diff_plans
 from interlock.dsl import SourceFile, parse_bytes
 from interlock.dsl.format import format_source
 from interlock.dsl.printer import format_module

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from support.wf_strategies import valid_programs
 
 from interlock.compiler import check_program, compile_source
@@ -162,7 +162,6 @@ def _ir_guards(text: str) -> list[ir.Expr]:
     return [a.guard for _, _, h in checked.context.handlers() for a in h.actions if a.guard is not None]
 
 
-@settings(max_examples=60, deadline=None)
 @given(valid_programs())
 def test_the_plan_text_of_every_guard_is_the_printers(text: str) -> None:
     """What graph, diff and the kandev export show of a guard is what `fmt` would print of the source."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from interlock.compiler import compile_source
-from interlock.compiler.diff import Change, diff_plans, guard_strictness
+from interlock.diffing import Change, diff_plans, guard_strictness
 from interlock.dsl import SourceFile
 from interlock.runtime.plan import Plan, PlanGuard, SourceRef
 

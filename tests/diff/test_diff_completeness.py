@@ -23,7 +23,7 @@ import pytest
 from pydantic import BaseModel
 
 from interlock.compiler import compile_path
-from interlock.compiler.diff import diff_plans
+from interlock.diffing import diff_plans
 from interlock.runtime import plan_model as plan_module  # the models (runtime/plan.py re-exports them)
 from interlock.runtime.plan import Plan, SourceRef
 from interlock.runtime.plan_digest import DIGEST_FIELDS, PLAN_LAYOUT_FIELDS

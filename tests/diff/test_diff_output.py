@@ -53,7 +53,9 @@ def test_text_sections_and_a_unified_diff_of_the_prompt(versions: tuple[Path, Pa
     for line in ("        --- old", "        +++ new", "        +An inserted line.",
                  f"        -{LINES[70]}", f"        +{LINES[70].replace('tests', 'docs')}"):
         assert line in out.splitlines(), line
-    assert max(len(line) for line in out.splitlines()) < 160  # the 6,000-character prompt is not one line
+    # the 6,000-character prompt is not one line (the files' paths, as long as the temporary folder's, left out)
+    shown = out.replace(str(versions[0]), "old.wf").replace(str(versions[1]), "new.wf")
+    assert max(len(line) for line in shown.splitlines()) < 160
     assert sum(line.startswith("         Line") for line in out.splitlines()) <= 8  # context, not the whole text
 
 

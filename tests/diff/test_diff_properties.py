@@ -14,12 +14,11 @@ from hypothesis import strategies as st
 from support.wf_strategies import valid_programs
 
 from interlock.compiler import compile_source
-from interlock.compiler.diff import Change, diff_plans
+from interlock.diffing import Change, diff_plans
 from interlock.dsl import SourceFile
 from interlock.runtime.plan import Plan, PlanParam, PlanStep, PlanWorkflow, SourceRef
 
-SETTINGS = settings(max_examples=60, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # examples: the profile
 
 Scope = tuple[str, ...]  # ("workflow", wf) | ("step", wf, step) | ("handler", wf, step, trigger) | (vocab, name)
 

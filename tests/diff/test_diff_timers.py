@@ -8,7 +8,7 @@ from pathlib import Path
 
 from interlock.cli import main
 from interlock.compiler import compile_source
-from interlock.compiler.diff import Change, diff_plans
+from interlock.diffing import Change, diff_plans
 from interlock.dsl import SourceFile
 from interlock.runtime.plan import Plan
 

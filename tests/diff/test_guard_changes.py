@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from interlock.compiler import compile_source
-from interlock.compiler.diff import Change, diff_plans
+from interlock.diffing import Change, diff_plans
 from interlock.dsl import SourceFile
 from interlock.runtime.plan import Plan
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from interlock.cli import main
-from interlock.compiler.diff import diff_plans
+from interlock.diffing import diff_plans
 from interlock.runtime.plan import Plan
 from interlock.stores.inflight import InflightError, open_readonly, stranded
 

@@ -30,9 +30,11 @@ def test_the_parser_reads_back_what_quote_wrote(text: str) -> None:
 
 
 def test_every_printer_of_wf_text_uses_the_one_quote() -> None:
+    """The bridge's actions and the language server's hovers are the IR printer's text (ADR 0055); the parts of the
+    bridge that still write `.wf` lines themselves quote with the same function."""
     from interlock.compiler import guard_text
     from interlock.dsl import printer
-    from interlock.kandev import actions, importer, placing, steps
+    from interlock.kandev import importer, placing, steps
 
-    for module in (printer, guard_text, actions, importer, placing, steps):
+    for module in (printer, guard_text, importer, placing, steps):
         assert module.quote is quote, module.__name__

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -105,3 +106,21 @@ def test_a_failed_replace_leaves_the_file_and_no_temporary_file(tmp_path: Path, 
     assert messy.read_text(encoding="utf-8") == MESSY
     assert [p.name for p in tmp_path.iterdir()] == ["messy.wf"]
     assert "Permission denied" in capsys.readouterr().err
+
+
+def test_the_summary_docs_fmt_md_shows_is_todays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/fmt.md's summary is what `interlock fmt examples/` prints after an edit left `examples/kanban.wf`
+    unformatted (the page said 8 files left unchanged; the folder holds 9 others, examples/host/flow.wf among them)."""
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "fmt.md").read_text(encoding="utf-8")
+    shutil.copytree(root / "examples", tmp_path / "examples")
+    kanban = tmp_path / "examples" / "kanban.wf"
+    kanban.write_text(kanban.read_text(encoding="utf-8").replace("\n  step ", "\n    step "), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["fmt", "--check", "examples/"]) == 1
+    check = capsys.readouterr().out.splitlines()
+    assert check[0] == "would reformat examples/kanban.wf"
+    assert f"`would reformat …` and `{check[-1]}`" in page
+    assert main(["fmt", "examples/"]) == 0
+    assert "```text\n" + capsys.readouterr().out + "```" in page

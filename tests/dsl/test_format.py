@@ -17,7 +17,7 @@ from interlock.dsl.format import WIDTH, FormatResult, format_source
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "fmt"
 CASES = sorted(p for p in GOLDEN.iterdir() if p.is_dir())
-EXAMPLES = sorted((ROOT / "examples").glob("*.wf"))
+EXAMPLES = sorted((ROOT / "examples").rglob("*.wf"))  # examples/host/flow.wf too
 
 
 def fmt(text: str) -> str:
@@ -41,7 +41,7 @@ def test_there_are_golden_pairs() -> None:
     assert len(CASES) >= 8
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.relative_to(ROOT / "examples").as_posix() for p in EXAMPLES])
 def test_examples_are_formatted(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert fmt(text) == text, f"run `interlock fmt {path.relative_to(ROOT)}`"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import given
 from support.wf_strategies import valid_programs
 
 from interlock.compiler import compile_path, compile_source
@@ -105,7 +105,6 @@ def test_a_suppression_in_a_used_file_applies_there(tmp_path: Path) -> None:
     assert compile_path(tmp_path / "main.wf").diagnostics == ()
 
 
-@settings(max_examples=40, deadline=None)
 @given(valid_programs())
 def test_a_comment_above_every_warned_line_leaves_no_warning(text: str) -> None:
     """Property: suppressing each reported warning where it points leaves the file clean, and no comment is

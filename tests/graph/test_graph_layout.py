@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from interlock.cli import main
 from interlock.compiler import compile_source
-from interlock.compiler.graph import by_position, handler_lines, node_ids, render_dot, render_mermaid
+from interlock.diagrams import by_position, handler_lines, node_ids, render_dot, render_mermaid
 from interlock.dsl import SourceFile
 from interlock.runtime.plan import Plan
 

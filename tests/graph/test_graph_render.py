@@ -1,4 +1,4 @@
-"""compiler/graph.py: a plan in, Mermaid and DOT text out — what is drawn, how ids are sanitised, how labels
+"""interlock/diagrams/__init__.py: a plan in, Mermaid and DOT text out — what is drawn, how ids are sanitised, how labels
 are escaped.  Pure: no renderer needed here (tests/graph/test_graph_renderers.py feeds the output to the real
 ones)."""
 
@@ -9,7 +9,7 @@ import re
 import pytest
 
 from interlock.compiler import compile_source
-from interlock.compiler.graph import (
+from interlock.diagrams import (
     GraphError,
     dot_string,
     mermaid_text,

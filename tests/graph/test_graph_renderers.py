@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from interlock.compiler.graph import node_ids
 from interlock.compiler.guard_text import expr_text
+from interlock.diagrams import node_ids
 from interlock.runtime.plan import Plan, PlanAction, PlanWorkflow
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from interlock.compiler import compile_source
-from interlock.compiler.graph import handler_lines, render_dot, render_mermaid, transitions
+from interlock.diagrams import handler_lines, render_dot, render_mermaid, transitions
 from interlock.dsl import SourceFile
 from interlock.runtime.durations import retry_clause, seconds_duration
 from interlock.runtime.plan import Plan

@@ -17,7 +17,7 @@ import pytest
 from support.kandev import ROOT, compiled, import_clean, template
 
 from interlock.compiler import compile_path
-from interlock.compiler.diff import diff_plans
+from interlock.diffing import diff_plans
 from interlock.runtime.plan import Plan
 
 PAIRS = {"architecture": "architecture", "feature-dev": "feature_dev", "improve-kandev": "improve",

@@ -164,6 +164,15 @@ def test_script_timeouts_and_wip_limits_are_noted() -> None:
     assert "KV022" not in codes(step(extra="    wip_limit: 0\n"))
 
 
+
+def test_the_script_timeout_note_says_what_happens_at_the_executor_timeout() -> None:
+    """KV021 ends by saying what interlock does when the script outlives `executor_timeout` (it ended on a dangling
+    "which then decides")."""
+    (note,) = [d for d in import_text(step(SCRIPT), "t.yml").diagnostics if d.code == "KV021"]
+    assert note.message == ("kandev gives this script 60 seconds; interlock abandons a host executor after the "
+                            "runtime's `executor_timeout` (60 seconds unless the host sets it) and records the call "
+                            "as failed (`timed out`)")
+
 # ---- comments and folded text --------------------------------------------------------------------------------
 
 COMMENTED = """\

@@ -58,3 +58,17 @@ def test_yaml_1_2_words_stay_strings() -> None:
     assert (first.id, first.title, done.id) == ("no", "on", "yes")
     assert done.handlers["on_turn_start"][0].target_step == "no"
     assert first.cancel_triggers_turn_complete is False and first.auto_advance_requires_signal is True
+
+
+def test_a_dropped_generic_trigger_points_at_the_template_format_only_when_it_keeps_it() -> None:
+    """KV015's help sent the author to `--yaml-format template` even for a handler that format refuses (a move
+    under `on_approval_resolved`, KV014): it says so instead."""
+    text = ('workflow w {\n  step a { start manual_move\n'
+            '    on on_comment { queue_run(target: primary, reason: "c") }\n'
+            '    on on_approval_resolved { move_to_step(b) when payload.status == "approved" }\n  }\n'
+            '  step b "Done" { manual_move terminal }\n}\n')
+    _, diagnostics = export(text, "portable")
+    helps = {d.span.line: d.help for d in diagnostics if d.code == "KV015" and "cannot carry `on_" in d.message}
+    assert helps[3] == "use --yaml-format template to keep it"
+    assert helps[4] == ("--yaml-format template cannot keep it either: kandev's template loader refuses "
+                        "`move_to_step` under `on_approval_resolved`")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from support.kandev import comparable, compiled, export, import_clean
 
@@ -135,7 +135,6 @@ def workflows(draw: st.DrawFn) -> str:
     return ("role qa-lead\n" if "qa-lead" in body else "") + body  # the import declares the roles it uses
 
 
-@settings(max_examples=60, deadline=None)
 @given(workflows())
 def test_import_of_the_export_has_the_plan_of_the_original(wf: str) -> None:
     plan = compiled("x.wf", wf)

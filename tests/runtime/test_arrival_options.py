@@ -214,10 +214,9 @@ def test_bad_options_are_refused_before_anything_is_written(harness: Any, option
     assert h.recorder.calls == []
 
 
+@pytest.mark.durable  # LedgerWriter writes on a host's SQL connection
 def test_a_host_s_ledger_writer_row_carries_options_to_its_entry(harness: Any) -> None:
     h = harness
-    if not h.backend.durable:
-        pytest.skip("LedgerWriter writes on a host's SQL connection")
     rt = h.start(FLOW, host=HOST)
     seen = Seen(h, "run_script")
     engine = sa.create_engine(normalise_url(h.backend.url))

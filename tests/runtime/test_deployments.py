@@ -285,6 +285,7 @@ def test_recover_beside_a_live_worker_leaves_its_entry_alone(harness: Any) -> No
 
 # ---- the store's clock ---------------------------------------------------------------------------------------
 
+@pytest.mark.durable
 @pytest.mark.parametrize("skew", [11 * 60.0, 3 * 3600.0, -3 * 3600.0], ids=["11min-ahead", "3h-ahead", "3h-behind"])
 def test_a_host_clock_far_off_neither_steals_a_live_claim_nor_keeps_a_dead_one(
         harness: Any, monkeypatch: pytest.MonkeyPatch, skew: float) -> None:
@@ -292,8 +293,6 @@ def test_a_host_clock_far_off_neither_steals_a_live_claim_nor_keeps_a_dead_one(
     is still running; one far behind does not keep a dead owner's claim alive.  (The in-memory store's clock is the
     process's own: there is one host there, so it has nothing to disagree with — durable stores only.)"""
     h = harness
-    if not h.backend.durable:
-        pytest.skip("the memory store has one clock, its process's")
     entered, release = threading.Event(), threading.Event()
 
     def slow(args: Any, ctx: Any) -> None:

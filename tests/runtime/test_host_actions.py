@@ -9,6 +9,7 @@ support/timer_host.py's: `notify` has `retry 2 backoff 10s..40s`, `page` has no 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from interlock.runtime.store import Store
 
 COMMENT = {"comment_id": "c1", "author_id": "u1", "body": "hi"}
 BACKENDS = ["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+pytestmark = pytest.mark.async_runtime  # each test also runs through AsyncRuntime (tests/runtime/conftest.py)
 
 
 @dataclass
@@ -40,13 +42,11 @@ class Env:
 
 
 @pytest.fixture(params=BACKENDS)
-def env(request: pytest.FixtureRequest) -> Any:
+def env(request: pytest.FixtureRequest, build_runtime: Callable[..., Runtime]) -> Any:
     clock = Clock()
     store, _ = clocked_store(request, clock)
     calls, sink = Calls(), ListSink()
-    rt = runtime(store, calls, sink=sink)
-    yield Env(store, clock, calls, sink, rt)
-    rt.close()
+    return Env(store, clock, calls, sink, runtime(store, calls, sink=sink, build=build_runtime))  # closed by it
 
 
 # ---- action_failed -------------------------------------------------------------------------------------------
@@ -200,6 +200,36 @@ def test_a_retry_that_succeeds_leaves_no_incident(env: Env) -> None:
     assert [c.attempt for c in env.calls.of("notify")] == [1, 2]
     env.clock.advance(30)
     assert [i for i in env.rt.tick().items if i.what == "retry"] == []  # it ran once: the row is gone
+
+
+class _Killed(BaseException):
+    """The process dies here (a BaseException: nothing in the runtime catches it)."""
+
+
+def test_a_retry_cut_off_after_its_try_failed_still_hands_the_failure_on(env: Env,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killed between marking a retry's try as run and scheduling the next one (or opening the incident): the next
+    tick reads the position's marker and hands the failure on, instead of taking the try as done and losing it."""
+    env.calls.fail("notify", 3)
+    env.rt.create_task("T1", "w")
+    env.clock.advance(10)
+    mark = env.store.mark_operation
+
+    def mark_then_die(operation_id: str, **kw: Any) -> bool:
+        mark(operation_id, **kw)
+        raise _Killed
+
+    monkeypatch.setattr(env.store, "mark_operation", mark_then_die)
+    with pytest.raises(_Killed):
+        env.rt.tick()
+    monkeypatch.undo()
+    tick = env.rt.tick()  # the same slot again: its try already ran (attempt 2) and failed
+    assert [(i.what, i.label, i.slot, i.result) for i in tick.items] == [("retry", "notify", 2, "failed")]
+    assert [c.attempt for c in env.calls.of("notify")] == [1, 2]  # not run again by this tick
+    env.clock.advance(20)
+    assert [(i.slot, i.result) for i in env.rt.tick().items if i.what == "retry"] == [(3, "exhausted")]
+    (incident,) = env.rt.incidents()  # the failure reached its end: an incident, nothing lost
+    assert incident.attempts == 3
 
 
 def test_a_failed_fire_is_redelivered_by_its_retry_under_its_operation_id(env: Env) -> None:

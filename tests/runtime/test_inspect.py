@@ -174,11 +174,12 @@ def test_an_unknown_task_is_an_error(harness: Any) -> None:
 
 @pytest.fixture()
 def durable(harness: Any) -> Any:
-    if harness.backend.url is None:
-        pytest.skip("the memory store has no URL to open read-only")
+    """The harness of a store with a URL to open read-only (the tests using it are marked `durable`)."""
+    assert harness.backend.url is not None
     return harness
 
 
+@pytest.mark.durable
 def test_inspect_reads_through_a_connection_that_cannot_write(durable: Any) -> None:
     """SQLite opened `mode=ro`, PostgreSQL in a `default_transaction_read_only` session: a write through that store
     is refused by the database, and inspect gives the same timeline through it."""
@@ -197,6 +198,7 @@ def test_inspect_reads_through_a_connection_that_cannot_write(durable: Any) -> N
     assert shape(got) == shape(expected)
 
 
+@pytest.mark.durable
 def test_the_cli_prints_json_and_the_answers(durable: Any, capsys: pytest.CaptureFixture[str]) -> None:
     from interlock.cli import main
 
@@ -209,8 +211,11 @@ def test_the_cli_prints_json_and_the_answers(durable: Any, capsys: pytest.Captur
     assert main(["inspect", "T1", "--store", durable.backend.url, "--format", "table", "--why"]) == 0
     table = capsys.readouterr().out
     assert "T1 on flow.review" in table and "why is T1 on flow.review?" in table and "guard_false" in table
+    # not a terminal: no line padded with trailing spaces (as `simulate --format table | cat`, issue 24)
+    assert [line for line in table.splitlines() if line != line.rstrip()] == []
 
 
+@pytest.mark.durable
 def test_the_cli_names_an_unknown_task_and_masks_a_bad_url(durable: Any, capsys: pytest.CaptureFixture[str]) -> None:
     from interlock.cli import main
 

@@ -8,6 +8,7 @@ support/timer_host.py's: `open` has `after 1h { notify }` and `every 10m { page 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,12 +21,15 @@ BACKENDS = ["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.pos
 HOUR = 3600
 
 
+pytestmark = pytest.mark.async_runtime  # each test also runs through AsyncRuntime (tests/runtime/conftest.py)
+
+
 class Env:
-    def __init__(self, request: pytest.FixtureRequest) -> None:
+    def __init__(self, request: pytest.FixtureRequest, build: Callable[..., Runtime]) -> None:
         self.clock = Clock()
         self.store, _ = clocked_store(request, self.clock)
         self.calls, self.sink = Calls(), ListSink()
-        self.rt: Runtime = runtime(self.store, self.calls, sink=self.sink)
+        self.rt: Runtime = runtime(self.store, self.calls, sink=self.sink, build=build)
 
     def timers(self, **fields: Any) -> list[Record]:
         return [r for r in self.sink.records
@@ -37,10 +41,8 @@ class Env:
 
 
 @pytest.fixture(params=BACKENDS)
-def env(request: pytest.FixtureRequest) -> Any:
-    e = Env(request)
-    yield e
-    e.rt.close()
+def env(request: pytest.FixtureRequest, build_runtime: Callable[..., Runtime]) -> Any:
+    return Env(request, build_runtime)  # build_runtime closes it
 
 
 def test_after_fires_once_when_due_and_never_again(env: Env) -> None:

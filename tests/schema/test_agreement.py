@@ -24,9 +24,9 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from interlock.compiler import compile_path
+from interlock.json_schemas import schema
 from interlock.runtime.plan import PlanError, dump_plan, load_plan, seal_digests
 from interlock.runtime.scenario import ScenarioError, parse_scenario
-from interlock.schemas import schema
 
 pytestmark = pytest.mark.slow  # every shipped plan and scenario mutated field by field: seconds, not millis
 

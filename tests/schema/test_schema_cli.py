@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from interlock.cli import main
-from interlock.schemas import render
+from interlock.json_schemas import render
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "examples" / "scenarios"
@@ -61,7 +61,7 @@ def test_schema_is_listed_in_the_help(capsys: pytest.CaptureFixture[str]) -> Non
 def test_the_tool_module_imports_only_the_standard_library() -> None:
     """The CLI imports every tool to build its parser: `interlock check` must not pay for pydantic."""
     code = ("import sys, interlock.tools.schema; "
-            "print(sorted(m for m in ('pydantic', 'interlock.runtime', 'interlock.schemas') if m in sys.modules))")
+            "print(sorted(m for m in ('pydantic', 'interlock.runtime', 'interlock.json_schemas') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"

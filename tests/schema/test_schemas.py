@@ -17,9 +17,9 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from interlock.compiler import compile_path
+from interlock.json_schemas import NAMES, render, schema
 from interlock.runtime.plan import PLAN_VERSION, PlanError, dump_plan, load_plan, seal_digests
 from interlock.runtime.scenario import ScenarioError, parse_scenario
-from interlock.schemas import NAMES, render, schema
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -13,7 +13,7 @@ from alembic.runtime.migration import MigrationContext
 
 from interlock.runtime.store import StoreError, TaskState
 from interlock.stores import SqlStore, check_schema, current_revision, head_revision, open_store, upgrade
-from interlock.stores.engine import is_memory_url, make_engine, normalise_url
+from interlock.stores.engine import SQLITE_WAL_AUTOCHECKPOINT, is_memory_url, make_engine, normalise_url
 from interlock.stores.migrate import alembic_config, include_name
 from interlock.stores.schema import TABLE_NAMES, VERSION_TABLE, metadata
 
@@ -221,6 +221,7 @@ def test_sqlite_file_settings(tmp_path: Path) -> None:
             assert pragma("journal_mode") == "wal"
             assert pragma("foreign_keys") == 1
             assert pragma("busy_timeout") == 30000
+            assert pragma("wal_autocheckpoint") == SQLITE_WAL_AUTOCHECKPOINT != 1000  # ADR 0052: not the default
     finally:
         engine.dispose()
 

@@ -739,6 +739,9 @@ class Campaign:
         self.backend = backend
         self.workdir = workdir
         self.fsync = fsync
+        # PostgreSQL application names are server-wide: this campaign's own, so that a campaign running beside it
+        # (another pytest-xdist worker, another checkout's suite) never makes it wait for the other's backends
+        self.app_tag = os.urandom(4).hex()
         self.plan_path = workdir / "office.plan.json"
         self.plan_path.write_text(plan_json(), encoding="utf-8")
         self.plan = load_plan(self.plan_path.read_text(encoding="utf-8"))
@@ -769,8 +772,11 @@ class Campaign:
             return self.url
         from sqlalchemy.engine import make_url
 
-        return make_url(self.url).update_query_dict({"application_name": name}).render_as_string(
+        return make_url(self.url).update_query_dict({"application_name": self._app_name(name)}).render_as_string(
             hide_password=False)
+
+    def _app_name(self, name: str) -> str:
+        return f"il_crash_{self.app_tag}_{name}"
 
     def _await_backends(self, name: str, timeout: float = 30.0) -> None:
         if self.backend != "postgresql":
@@ -786,7 +792,7 @@ class Campaign:
         while True:
             with engine.connect() as conn:
                 left = conn.execute(sa.text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :app"),
-                                    {"app": name}).scalar_one()
+                                    {"app": self._app_name(name)}).scalar_one()
             if not left:
                 return
             if time.monotonic() > deadline:

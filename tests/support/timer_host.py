@@ -130,11 +130,13 @@ class Calls:
 
 
 def runtime(store: Store, calls: Calls, *, sink: ListSink | None = None, lease: float = 60.0,
-            executor_timeout: float | None = 10.0, heartbeat: bool = True) -> Runtime:
-    """A runtime of the workflow over `store`, its host kinds run by `calls`."""
+            executor_timeout: float | None = 10.0, heartbeat: bool = True,
+            build: Callable[..., Runtime] = Runtime) -> Runtime:
+    """A runtime of the workflow over `store`, its host kinds run by `calls` (`build`: what makes it, `Runtime` or
+    tests/runtime's `build_runtime` fixture)."""
     calls.store = store
-    return Runtime(plan(), store, executors=calls.registry(), sinks=[sink] if sink is not None else [],
-                   executor_timeout=executor_timeout, operation_lease=lease, heartbeat=heartbeat)
+    return build(plan(), store, executors=calls.registry(), sinks=[sink] if sink is not None else [],
+                 executor_timeout=executor_timeout, operation_lease=lease, heartbeat=heartbeat)
 
 
 # ---- worker processes ------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The timers of one step in two plans compared, and the retry policies of two kinds: what changed, in words.
 
-A mixin of the plan comparison (`compiler/diff/__init__.py`).  Timers are named by their label (`after 48h`), as
+A mixin of the plan comparison (`interlock/diffing/__init__.py`).  Timers are named by their label (`after 48h`), as
 plans, due rows and records name them, so they are paired by label; an old and a new timer of the same kind that
 found no partner are paired in declaration order as one timer whose duration changed (`after 48h` -> `after 72h`).
 A pair's actions are compared like a handler's; any other field that differs is a `timer.attribute`.

@@ -1,7 +1,7 @@
 """The workflows of two plans compared: workflows and steps by id (renames by title), handlers by trigger.
 
-A mixin of the plan comparison (`compiler/diff/__init__.py`): each method adds the `Change`s of one part;
-a handler's actions are compared by compiler/diff/actions.py.  Every field of a workflow and of a step
+A mixin of the plan comparison (`interlock/diffing/__init__.py`): each method adds the `Change`s of one part;
+a handler's actions are compared by interlock/diffing/actions.py.  Every field of a workflow and of a step
 that has no change of its own is compared by `DifferBase.fields` (`workflow.attribute`,
 `step.attribute`), host metadata included, so none is ever left out.
 """

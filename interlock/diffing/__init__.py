@@ -3,7 +3,7 @@
 Everything is compared by id, never by list position: workflows and steps by id, triggers,
 kinds, records, roles and dispatch sequences by name, a trigger's or kind's parameters by
 name.  A handler's actions have no id, so they are aligned as an ordered list
-(compiler/diff/actions.py).  Every field of every plan model is compared: the parts with
+(interlock/diffing/actions.py).  Every field of every plan model is compared: the parts with
 changes of their own by name, every other field by `DifferBase.fields` as `PART.attribute`,
 so a field added to the plan model is reported without a line of code here (ADR 0040).
 Each change is `behaviour` or `metadata` (`METADATA`: titles, descriptions, colours,

@@ -11,7 +11,7 @@ one in Mermaid, whose state diagrams have no dashed edges) from a `pull_from` so
 the step that pulls; `manual_move` steps shaded; under a step's title, each action that continues on
 failure (`continue_on_failure`, ADR 0042); a dotted edge (DOT) labelled with the timer (`after 48h`) for each
 transition of a timer; with `handlers`, each step's handlers and timers, and the retry policy of their actions
-(compiler/graph_handlers.py); a legend of what is drawn, below the diagram in DOT.  Several
+(interlock/diagrams/handlers.py); a legend of what is drawn, below the diagram in DOT.  Several
 workflows are drawn as one diagram with a cluster (Mermaid: composite state) per workflow.
 
 Node ids are the step ids where both formats accept them; other ids are sanitised to
@@ -25,11 +25,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+from interlock.compiler.guard_text import guard_text
 from interlock.errors import InterlockError
 from interlock.runtime.plan import Plan, PlanAction, PlanStep, PlanWorkflow
 
-from .graph_handlers import handler_lines
-from .guard_text import guard_text
+from .handlers import handler_lines
 
 __all__ = ["Edge", "GraphError", "FORMATS", "DIRECTIONS", "transitions", "pulls", "node_ids", "select",
            "render", "render_mermaid", "render_dot", "guard_text", "by_position", "handler_lines", "continued_lines"]
@@ -392,7 +392,7 @@ def _dot_legend(direction: str, keys: list[str]) -> str:
 
 def _step_label(plan: Plan, step: PlanStep, handlers: bool) -> str:
     """A step's label: its title; under it each action that continues on failure and, with `handlers`, the lines of
-    compiler/graph_handlers.py."""
+    interlock/diagrams/handlers.py."""
     lines = continued_lines(step) + (handler_lines(plan, step) if handlers else [])
     if not lines:
         return dot_string(step.title)

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from interlock.compiler.guard_text import expr_text
 from interlock.runtime.guards import guard_of
 from interlock.runtime.plan import PlanAction, PlanExpr, QuorumX
-
-from ..guard_text import expr_text
 
 __all__ = ["GuardChange", "guard_changes", "guard_strictness", "guard_key", "guard_json", "guard_words"]
 

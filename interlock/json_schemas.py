@@ -133,16 +133,16 @@ def scenario_schema() -> dict[str, Any]:
     expected = set(sc.EVENT_KINDS) - {"redeliver", "advance", *_BARE_EVENTS}
     if set(_BARE_EVENTS) != set(sc.BARE_EVENTS):
         raise RuntimeError(f"the scenario reader's bare events changed ({sorted(sc.BARE_EVENTS)}): describe them "
-                           "in interlock/schemas.py")
+                           "in interlock/json_schemas.py")
     if set(bodies) != expected or set(_EVENTS) != set(sc.EVENT_KINDS):
         raise RuntimeError(f"the scenario reader's events changed ({sorted(sc.EVENT_KINDS)}): "
-                           "describe the new ones in interlock/schemas.py")
+                           "describe the new ones in interlock/json_schemas.py")
     _, raw = models_json_schema([(sc.Scenario, "validation"), *((m, "validation") for m in bodies.values())])
     _, defs = _clean_all(raw["$defs"])
     root = defs.pop("Scenario")
     props = root["properties"]
     if set(props) != set(_SCENARIO_KEYS):
-        raise RuntimeError(f"the scenario's keys changed ({sorted(props)}): describe them in interlock/schemas.py")
+        raise RuntimeError(f"the scenario's keys changed ({sorted(props)}): describe them in interlock/json_schemas.py")
     for key, text in _SCENARIO_KEYS.items():
         props[key]["description"] = text
     host = sc.Scenario.model_fields["host"].get_default(call_default_factory=True)

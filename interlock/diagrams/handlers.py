@@ -1,4 +1,5 @@
-"""A step of a plan in, the lines `interlock graph --handlers` writes on it out (compiler/graph.py draws them): each handler's actions, briefly.
+"""A step of a plan in, the lines `interlock graph --handlers` writes on it out (the diagrams draw them): each
+handler's actions, briefly.
 
 Transitions are the diagram's edges, so a handler is listed by its other actions: `on_enter: clear_decisions,
 ensure_seats(role: reviewer)`; a timer is listed the same way after the handlers, by its label (`after 48h:

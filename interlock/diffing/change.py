@@ -2,7 +2,7 @@
 the changes found so far, the behaviour/metadata classification, and the field-by-field fallback.
 
 `Change` is what `diff_plans` returns; `DifferBase` holds the two plans and collects the changes the
-comparisons of compiler/diff/vocabulary.py and compiler/diff/workflows.py add.  `DifferBase.fields`
+comparisons of interlock/diffing/vocabulary.py and interlock/diffing/workflows.py add.  `DifferBase.fields`
 compares every field of two plan models that the caller did not compare itself, so a field added to
 the plan model later is reported the day it is added (as `PART.attribute`), never ignored.
 """

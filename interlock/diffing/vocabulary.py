@@ -1,6 +1,6 @@
 """The vocabulary of two plans compared: roles, triggers, kinds, records, the entry policy and dispatch sequences.
 
-A mixin of the plan comparison (`compiler/diff/__init__.py`): each method adds the `Change`s of one part.
+A mixin of the plan comparison (`interlock/diffing/__init__.py`): each method adds the `Change`s of one part.
 """
 
 from __future__ import annotations

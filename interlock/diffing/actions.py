@@ -1,6 +1,6 @@
 """The actions of one handler in two plans compared: aligned in order, each pair compared field by field.
 
-A mixin of the plan comparison (`compiler/diff/__init__.py`).  Actions have no id, so a handler's
+A mixin of the plan comparison (`interlock/diffing/__init__.py`).  Actions have no id, so a handler's
 actions are aligned as an ordered list: difflib's `SequenceMatcher` over each action's canonical
 form (every field but its position and source), then, inside each replaced run, over kinds alone,
 so an action whose arguments changed is "changed", not "removed + added"; an identical action found
