@@ -11,7 +11,8 @@ calls it on every build, so a change of the writer that the generator does not f
 A completed task of `PLAN` is: the creation (into `work`, whose entry queues a run: store-backed, no marker), a
 turn completed with an operation id (an applied operation; the move into `review`, whose entry runs one host
 action: a `done` marker), a manual move into `done` (terminal, an empty entry record).  Per task: one task row,
-three ledger rows, one run, one operation, one marker.
+three ledger rows, one run (handed out: claimed and acknowledged by the consumer `bench`), one operation, one
+marker.
 
     python benchmarks/bulk_store.py                      # 1M tasks, SQLite and PostgreSQL
     python benchmarks/bulk_store.py -n 100000 --backend sqlite
@@ -168,6 +169,14 @@ def complete_task(rt: Any, tid: str) -> None:
         raise RuntimeError(f"seed task {tid}: {moved}")
 
 
+def consume_runs(store: Any, consumer: str = "bench") -> int:
+    """Hand out every queued run, as a deployment's consumer would (claim a batch, acknowledge it); how many."""
+    done = 0
+    while batch := store.claim_runs(consumer, limit=1000):
+        done += len(store.ack_runs(consumer, [r.id for r in batch]))
+    return done
+
+
 def _seed(url: str, start: int, stop: int) -> None:
     from interlock.runtime import ExecutorRegistry, Runtime
     from interlock.stores import open_store
@@ -179,6 +188,7 @@ def _seed(url: str, start: int, stop: int) -> None:
     try:
         for i in range(start, stop):
             complete_task(rt, task_id(i))
+        consume_runs(store)
     finally:
         rt.close()
         store.close()  # type: ignore[attr-defined]
@@ -209,6 +219,11 @@ class Template:
         at = _EPOCH + timedelta(milliseconds=4 * i + step)
         return at.strftime("%Y-%m-%d %H:%M:%S.%f") if self.sqlite else at
 
+    @staticmethod
+    def epoch(i: int, step: int) -> float:
+        """The time of the `step`-th write of task `i` as epoch seconds (the run queue's columns)."""
+        return (_EPOCH + timedelta(milliseconds=4 * i + step)).timestamp()
+
     def rows(self, start: int, stop: int, ledger_base: int, run_base: int) -> dict[str, list[tuple[Any, ...]]]:
         """The rows of tasks `start`…`stop - 1`, ledger ids from `ledger_base + 1`, run ids from `run_base + 1`."""
         from interlock.stores._common import operation_key
@@ -227,7 +242,7 @@ class Template:
                            "[]", "[]", t3, self.plan, self.owner, None))
             markers.append((a + 1, 0, "notify", "done", None, t1, t2, 1))
             runs.append((run_base + n + 1, f"entry:{a}:0:work:{tid}:primary:{self.run_digest}", tid, "work",
-                         "primary", "x", "{}", a, None, t0))
+                         "primary", "x", "{}", a, None, t0, "bench", None, 1, self.epoch(i, 1)))
             op = f"turn:{tid}"
             ops.append((operation_key(op), op, tid, "on_turn_complete", "applied", None, t1, None))
         return out
@@ -243,7 +258,7 @@ COLUMNS = {
     "interlock_entry_markers": ("entry_id", "position", "kind", "state", "error", "claimed_at", "updated_at",
                                 "attempt"),
     "interlock_runs": ("id", "idempotency_key", "task_id", "step_id", "agent", "reason", "payload", "entry_id",
-                       "operation_id", "created_at"),
+                       "operation_id", "created_at", "consumer", "lease_until", "claims", "acked_at"),
     "interlock_operations": ("op_key", "operation_id", "task_id", "trigger", "state", "claim_token", "applied_at",
                              "owner_id"),
 }

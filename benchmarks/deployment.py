@@ -395,7 +395,9 @@ def _pg_private() -> Iterator[str]:
 # ---- the report ---------------------------------------------------------------------------------------------
 
 
-def measure(backends: tuple[str, ...], sizes: tuple[int, ...], only: str | None, repeat: int) -> dict[str, Any]:
+def measure(backends: tuple[str, ...], sizes: tuple[int, ...], only: str | None, repeat: int,
+            url: str | None = None) -> dict[str, Any]:
+    """The figures; `url`: the store to use (one backend, one size) instead of bulk_store's default location."""
     report: dict[str, Any] = {"backends": {}}
     for backend in backends:
         section: dict[str, Any] = {"sizes": {}}
@@ -405,13 +407,13 @@ def measure(backends: tuple[str, ...], sizes: tuple[int, ...], only: str | None,
         if only == "commits":
             continue
         for n in sizes:
-            url = bulk_store.build(bulk_store.default_url(backend, n), n)
+            store_url = bulk_store.build(url or bulk_store.default_url(backend, n), n)
             entry: dict[str, Any] = {}
             if only in (None, "recover"):
-                entry["recover"] = recover_figure(url, repeat)
+                entry["recover"] = recover_figure(store_url, repeat)
             if only in (None, "diff"):
                 with tempfile.TemporaryDirectory(prefix="il-diff-") as folder:
-                    entry["diff"] = diff_figure(url, Path(folder), max(1, repeat // 10))
+                    entry["diff"] = diff_figure(store_url, Path(folder), max(1, repeat // 10))
             section["sizes"][str(n)] = entry
     return report
 
@@ -482,10 +484,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="recover() calls timed (diff: a tenth, at least 1; the fastest counts)")
     parser.add_argument("--json", action="store_true", help="the report as JSON on stdout")
     parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
+    parser.add_argument("--url", help="the store URL (default: bulk_store's); one backend and one size only")
     args = parser.parse_args(argv)
     backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
     try:
-        report = measure(backends, tuple(args.sizes), args.only, args.repeat)
+        report = measure(backends, tuple(args.sizes), args.only, args.repeat, args.url)
     except Exception as exc:
         print(f"deployment: could not run: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

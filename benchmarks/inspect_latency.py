@@ -70,11 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-n", "--tasks", type=int, default=1_000_000)
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--url", help="the store URL (default: bulk_store's for the backend); one backend only")
     args = parser.parse_args(argv)
     backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
     for backend in backends:
         try:
-            url = bulk_store.build(bulk_store.default_url(backend, args.tasks), args.tasks)
+            url = bulk_store.build(args.url or bulk_store.default_url(backend, args.tasks), args.tasks)
             fig = measure(url, args.tasks, args.repeat)
         except Exception as exc:
             print(f"inspect_latency: {backend}: {type(exc).__name__}: {exc}", file=sys.stderr)

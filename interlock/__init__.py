@@ -37,8 +37,10 @@ if _TYPE_CHECKING:
         LoggingSink,
         Participant,
         PayloadError,
+        PendingRun,
         Plan,
         PlanError,
+        QueuedRun,
         Record,
         RecordSink,
         Runtime,
@@ -61,7 +63,7 @@ __all__ = [
     "Directory", "StaticDirectory", "Participant", "Plan", "load_plan", "dump_plan", "store_task_loader",
     "Record", "RecordSink", "ListSink", "LoggingSink", "JsonLinesSink",
     # storing
-    "open_store", "Store",
+    "open_store", "Store", "QueuedRun", "PendingRun",
     # errors
     "InterlockError", "PlanError", "PayloadError", "RuntimeFault", "StoreError",
 ]
@@ -76,7 +78,7 @@ _HOME = {
     **dict.fromkeys(("Runtime", "AsyncRuntime", "ExecutorRegistry", "AsyncExecutorRegistry", "ActionContext",
                      "ActionFailed", "Directory", "StaticDirectory", "Participant", "Plan", "load_plan", "dump_plan",
                      "store_task_loader", "Record", "RecordSink", "ListSink", "LoggingSink", "JsonLinesSink", "Store",
-                     "PlanError", "PayloadError", "RuntimeFault", "StoreError"), "runtime"),
+                     "QueuedRun", "PendingRun", "PlanError", "PayloadError", "RuntimeFault", "StoreError"), "runtime"),
     "open_store": "stores",
     "InterlockError": "errors",
 }

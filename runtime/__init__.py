@@ -34,15 +34,15 @@ if TYPE_CHECKING:
     from .records import Counters, ListSink, LoguruSink, Record, RecordSink
     from .results import ArrivalResult, DecisionResult, DispatchResult, EntryResult, FireResult, RecoverResult
     from .sinks import JsonLinesSink, LoggingSink
-    from .store import Participant, QueuedRun, Store, StoreError, TaskState
+    from .store import Participant, PendingRun, QueuedRun, Store, StoreError, TaskState
     from .timeline import Timeline, inspect_task
 
 __all__ = [
     "ActionContext", "ActionFailed", "ArrivalResult", "AsyncExecutorRegistry", "AsyncRuntime", "Counters",
     "DecisionResult", "Directory", "DispatchResult", "Effect", "EntryResult", "Executor", "ExecutorRegistry",
     "FireResult", "JsonLinesSink", "ListSink", "Loader", "LoggingSink", "LoguruSink", "Participant", "PayloadError",
-    "Plan", "PlanError", "Problem", "QueuedRun", "Record", "RecordSink", "RecoverResult", "Runtime", "RuntimeFault",
-    "RuntimeMisconfigured", "StaticDirectory", "Store", "StoreError", "TaskState", "Timeline", "UnknownStepError",
+    "PendingRun", "Plan", "PlanError", "Problem", "QueuedRun", "Record", "RecordSink", "RecoverResult", "Runtime",
+    "RuntimeFault", "RuntimeMisconfigured", "StaticDirectory", "Store", "StoreError", "TaskState", "Timeline", "UnknownStepError",
     "UnknownTaskError", "UnknownTriggerError", "UnknownWorkflowError", "Where", "dump_plan", "load_plan",
     "inspect_task", "store_task_loader",
 ]
@@ -62,7 +62,8 @@ _WHERE = {
     "RecordSink": "records",
     "ArrivalResult": "results", "DecisionResult": "results", "DispatchResult": "results", "EntryResult": "results",
     "FireResult": "results", "RecoverResult": "results",
-    "Participant": "store", "QueuedRun": "store", "Store": "store", "StoreError": "store", "TaskState": "store",
+    "Participant": "store", "PendingRun": "store", "QueuedRun": "store", "Store": "store", "StoreError": "store",
+    "TaskState": "store",
     "Timeline": "timeline", "inspect_task": "timeline",
 }
 

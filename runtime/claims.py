@@ -2,8 +2,9 @@
 
 An operation's delivery claims the operation id before any of its actions runs, as `with
 claims.operation(delivery) as hold:` — the store answers `claimed`, `taken_over` (the claim's owner
-is dead), `applied` (it took effect: an idempotent replay) or `busy` (a live owner's delivery runs
-it: this one is discarded, and the caller is told so — never `idempotent`).  Inside the block the
+is dead), `applied` (it took effect: an idempotent replay), `busy` (a live owner's delivery runs
+it: this one is discarded, and the caller is told so — never `idempotent`) or `pruned` (it took effect
+and `interlock db prune` deleted its marker since: refused loudly, never run again).  Inside the block the
 delivery either marks the operation applied (`hold.mark()`, or in the transaction of its move:
 `hold.marked()`) or gives it up (`hold.release()`, what an aborted delivery does, so that a
 redelivery runs the whole list again); a block that ends either way without doing one releases the
@@ -41,7 +42,7 @@ class OperationHold:
         self.token = token
         self.task_id = task_id
         self.trigger = trigger
-        self.settled = claim is None or claim in ("applied", "busy")
+        self.settled = claim is None or claim in ("applied", "busy", "pruned")
 
     @property
     def runs(self) -> bool:

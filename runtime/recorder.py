@@ -114,6 +114,13 @@ class Recorder:
         self.counters.add_each(("in_progress", "redeliveries_discarded"))
         self.emit("redelivery_discarded", "info", in_progress=True, **fields)
 
+    def redelivery_refused(self, **fields: Any) -> None:
+        """An operation delivered again after `interlock db prune` deleted its marker (its fingerprint is kept):
+        refused, never run again (ADR 0047)."""
+        self.counters.add_each(("redeliveries_refused", "redeliveries_discarded"))
+        self.emit("warning", "warning", "redelivery refused: the operation took effect before the store's "
+                  "deduplication window (its marker was pruned)", code="redelivery_refused", **fields)
+
     def superseded(self, task_id: str, entry_id: int, current: int | None, **fields: Any) -> None:
         """A delivery produced under an activation the task has left (docs/runtime.md §6, "Stale deliveries")."""
         self.counters.add("superseded_discarded")

@@ -43,10 +43,11 @@ class FireResult:
     """`dispatched`; `idempotent` (the operation took effect before: nothing ran); `in_progress` (a live runtime's
     delivery of the operation is running it: nothing ran here, deliver it again later if it matters);
     `superseded` (the delivery belongs to an activation the task has left: nothing ran); `stranded` (the task stands
-    on a step the plan does not have: nothing ran); `error` (an action failed: the rest did not run, a redelivery
-    runs the whole list)."""
+    on a step the plan does not have: nothing ran); `pruned` (the operation took effect, and `interlock db prune`
+    deleted its marker since, keeping its fingerprint: refused, nothing ran, a `redelivery_refused` warning says so);
+    `error` (an action failed: the rest did not run, a redelivery runs the whole list)."""
 
-    result: Literal["dispatched", "idempotent", "in_progress", "superseded", "stranded", "error"]
+    result: Literal["dispatched", "idempotent", "in_progress", "superseded", "stranded", "pruned", "error"]
     trigger: str
     task_id: str
     step_id: str | None = None
@@ -63,7 +64,8 @@ class FireResult:
 class DispatchResult:
     """A dispatch sequence's outcome: `skipped` by a guard, or the fired trigger's result (see `FireResult`)."""
 
-    result: Literal["dispatched", "skipped", "idempotent", "in_progress", "superseded", "stranded", "error"]
+    result: Literal["dispatched", "skipped", "idempotent", "in_progress", "superseded", "stranded", "pruned",
+                    "error"]
     sequence: str
     guard: str | None = None
     operation_id: str | None = None

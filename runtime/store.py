@@ -9,7 +9,7 @@ either both or neither.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -21,7 +21,8 @@ from .store_due import DueWork, IncidentStore
 
 __all__ = [
     "TaskState", "LedgerRow", "MoveResult", "EntryRecord", "Marker", "QueuedRun", "Participant", "Decision",
-    "Store", "StoreError", "MarkerState", "Route", "ROUTES", "Claim", "EntryClaim", "OwnerRow",
+    "Store", "StoreError", "MarkerState", "Route", "ROUTES", "Claim", "EntryClaim", "OwnerRow", "PendingRun",
+    "DEFAULT_RUN_LEASE",
 ]
 
 Route = Literal["creation", "manual_move", "engine_transition", "decision", "workflow_switch", "queue_promotion",
@@ -29,10 +30,13 @@ Route = Literal["creation", "manual_move", "engine_transition", "decision", "wor
 ROUTES: tuple[str, ...] = ("creation", "manual_move", "engine_transition", "decision", "workflow_switch",
                            "queue_promotion", "migration", "detach")
 MarkerState = Literal["in_progress", "done", "failed"]
-Claim = Literal["claimed", "taken_over", "applied", "busy"]
+Claim = Literal["claimed", "taken_over", "applied", "busy", "pruned"]
 """What `Store.claim_operation` found: `claimed` (this delivery may run it), `taken_over` (a claim whose owner is
 dead — its heartbeat ran out on the store's clock, or it stopped —: now this one's), `applied` (it took effect
-already) or `busy` (a live owner's delivery holds the claim)."""
+already), `busy` (a live owner's delivery holds the claim) or `pruned` (it took effect, and `interlock db prune`
+deleted its marker since, keeping its fingerprint: refused, never run again)."""
+DEFAULT_RUN_LEASE = 300.0
+"""Seconds a claim of queued runs lasts unless the consumer says otherwise (`Store.claim_runs`)."""
 
 
 class StoreError(InterlockError):
@@ -122,6 +126,19 @@ class QueuedRun:
     payload: Mapping[str, Any] = field(default_factory=dict)
     entry_id: int | None = None
     operation_id: str | None = None
+
+
+@dataclass(frozen=True)
+class PendingRun:
+    """A queued run not acknowledged yet: its queue id (the consumers' cursor: ids only grow), the run, and its claim
+    (`consumer` None: nobody holds it; a claim whose `lease_until` has passed on the store's clock is claimable
+    again).  `claims` > 1: an earlier consumer held it and may have started it (`run.key` is the idempotency key)."""
+
+    id: int
+    run: QueuedRun
+    consumer: str | None = None
+    lease_until: float | None = None
+    claims: int = 0
 
 
 @fast_init
@@ -348,7 +365,32 @@ class Store(DueWork, IncidentStore, Protocol):
         """Queue a run; False (and nothing written) if a run with this key exists."""
         ...
 
-    def runs(self, task_id: str | None = None) -> list[QueuedRun]: ...
+    def runs(self, task_id: str | None = None) -> list[QueuedRun]:
+        """Every run queued and not pruned, acknowledged or not, in the order they were queued (all tasks, or one)."""
+        ...
+
+    # ---- the run queue's consumers (docs/runtime.md, "Consuming queued runs"; ADR 0047) -------------------------
+    # A run is pending until a consumer claims it, claimed while the claim's lease runs on the store's clock, and
+    # acknowledged once.  Of consumers claiming at once each run goes to one; a claim whose lease ran out (a dead or
+    # slow consumer) is pending again.  Delivery to the agent is at least once: `QueuedRun.key` deduplicates.
+    def claim_runs(self, consumer: str, *, limit: int = 100, lease: float = DEFAULT_RUN_LEASE,
+                   after: int = 0) -> list[PendingRun]:
+        """Claim up to `limit` pending runs with ids above `after`, oldest first, for `consumer` for `lease` seconds,
+        in a transaction of its own."""
+        ...
+
+    def ack_runs(self, consumer: str, run_ids: Iterable[int]) -> list[int]:
+        """Acknowledge the runs `consumer` holds among `run_ids` (a lease that ran out still counts while nobody
+        claimed the run since); the ids acknowledged, each acknowledged once ever."""
+        ...
+
+    def release_runs(self, consumer: str, run_ids: Iterable[int]) -> list[int]:
+        """Give back the runs `consumer` holds among `run_ids`: pending again at once; the ids released."""
+        ...
+
+    def queued_runs(self, *, after: int = 0, limit: int = 1000) -> list[PendingRun]:
+        """The runs not acknowledged with ids above `after`, oldest first, claimed or not."""
+        ...
 
     def add_participant(self, participant: Participant) -> None: ...
 

@@ -225,7 +225,7 @@ class Ticker:
                                                task_id=row.task_id, trigger="retry")
             if claim == "busy":
                 return TickItem("retry", row.task_id, row.label, row.slot, "in_progress")
-            if claim == "applied":  # this try ran (here or in another process): its marker says how it ended
+            if claim in ("applied", "pruned"):  # this try ran (here or elsewhere): its marker says how it ended
                 marker = self.store.markers(row.entry_id).get(row.position)
                 if marker is not None and marker.state == "failed":  # cut off before its failure was handed on
                     return self._retry_failed(row, marker.kind, marker.error or "failed", None, revision)

@@ -137,6 +137,10 @@ class TriggerDispatch:
             with self.claims.operation(delivery) as hold:
                 if not hold.runs:
                     fields = {"task": task.id, "operation_id": operation_id, "trigger": trigger}
+                    if hold.claim == "pruned":  # ADR 0047: older than the store's deduplication window
+                        rec.redelivery_refused(**fields)
+                        self.outcome(outcome_label, trigger, "pruned", task.id, operation_id)
+                        return FireResult("pruned", trigger, task.id, step_id, operation_id)
                     if hold.claim == "busy":
                         rec.in_progress(**fields)
                         self.outcome(outcome_label, trigger, "in_progress", task.id, operation_id)

@@ -8,6 +8,7 @@
   migrations; the hot statements run on the driver (DBAPI) directly, compiled once per dialect.
 - `LedgerWriter` — writes ledger rows inside a host's own transaction.
 - `upgrade(url)` — run the migrations (what `interlock db upgrade --url URL` does).
+- `prune(store, older_than=…)` — delete the finished history of quiet tasks (what `interlock db prune` does).
 
 Importing this package is cheap: SQLAlchemy and alembic load only when a SQL name is
 first used, so `MemoryStore` works without them.
@@ -27,11 +28,12 @@ if TYPE_CHECKING:
 
     from .ledger import LedgerWriter
     from .migrate import check_schema, current_revision, head_revision, upgrade
+    from .pruning import PruneReport, prune
     from .sql import SqlStore
 
 __all__ = [
     "open_store", "MemoryStore", "SqlStore", "LedgerWriter", "upgrade", "current_revision", "head_revision",
-    "check_schema",
+    "check_schema", "prune", "PruneReport",
 ]
 
 _LAZY = {
@@ -41,6 +43,8 @@ _LAZY = {
     "current_revision": ".migrate",
     "head_revision": ".migrate",
     "check_schema": ".migrate",
+    "prune": ".pruning",
+    "PruneReport": ".pruning",
 }
 
 

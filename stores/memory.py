@@ -46,6 +46,8 @@ from .memory_history import read_history
 from .memory_host import DeciderKey, Operation, Row, SeatKey
 from .memory_ledger import MemoryLedger, clean_task
 from .memory_operations import MemoryOperations
+from .memory_prune import MemoryPruning
+from .memory_runs import MemoryRunQueue
 from .memory_seats import MemorySeats
 
 __all__ = ["MemoryStore"]
@@ -55,7 +57,7 @@ V = TypeVar("V")
 _MISSING: Any = object()
 
 
-class MemoryStore(MemoryLedger, MemoryEntries, MemoryOperations, MemorySeats):
+class MemoryStore(MemoryLedger, MemoryEntries, MemoryOperations, MemorySeats, MemoryRunQueue, MemoryPruning):
     """The `interlock.runtime.store.Store` protocol in process memory (non-durable)."""
 
     durable: bool = False

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from interlock.runtime.store import Claim
 
+from .memory_prune import claim_pruned
+
 if TYPE_CHECKING:
     from .memory_host import MemoryHost
 
@@ -53,6 +55,8 @@ class MemoryOperations:
         now = self.now()
         with self._lock:
             found = self._operations.get(operation_id)
+            if found is None and (pruned := claim_pruned(self, operation_id)) is not None:
+                return pruned  # `prune` deleted it, keeping its fingerprint (ADR 0047)
             if found is not None and found[0] == "applied":
                 return "applied"
             if found is not None and self._owner_alive(found[2], now):

@@ -40,7 +40,8 @@ from sqlalchemy import (
 
 __all__ = [
     "metadata", "Id", "tasks", "step_transitions", "entry_markers", "operations", "runs",
-    "participants", "decisions", "plans", "owners", "timers", "incidents", "VERSION_TABLE", "TABLE_NAMES",
+    "participants", "decisions", "plans", "owners", "timers", "incidents", "pruned_operations", "VERSION_TABLE",
+    "TABLE_NAMES",
 ]
 
 VERSION_TABLE = "interlock_alembic_version"
@@ -70,6 +71,7 @@ tasks = Table(
     # the task's current activation: the ledger id of the arrival that put it on its step (ADR 0037's fence);
     # NULL for a task written as pre-existing state
     Column("entry_id", Id, nullable=True),
+    Index("ix_interlock_tasks_workflow_step", "workflow_id", "step_id"),  # what `diff --store` counts by
 )
 
 step_transitions = Table(
@@ -139,6 +141,7 @@ operations = Table(
     CheckConstraint("state IN ('claimed', 'applied')", name="ck_interlock_operations_state"),
     Index("ix_interlock_operations_claimed", "op_key", postgresql_where=text("state = 'claimed'"),
           sqlite_where=text("state = 'claimed'")),
+    Index("ix_interlock_operations_task", "task_id"),  # what `inspect` and `prune` read a task's operations by
 )
 
 runs = Table(
@@ -153,8 +156,17 @@ runs = Table(
     Column("entry_id", Id, nullable=True),
     Column("operation_id", Text, nullable=True),
     _ts("created_at"),
+    # the run queue (ADR 0047): the consumer holding the run and until when (the store's clock, epoch seconds),
+    # how many claims it has had, and when it was acknowledged (NULL: pending or claimed)
+    Column("consumer", Text, nullable=True),
+    Column("lease_until", Float, nullable=True),
+    Column("claims", Integer, nullable=False, server_default=text("0")),
+    Column("acked_at", Float, nullable=True),
     UniqueConstraint("idempotency_key", name="uq_interlock_runs_key"),
     Index("ix_interlock_runs_task", "task_id", "id"),
+    # what `claim_runs` reads: the runs not acknowledged, a handful among millions
+    Index("ix_interlock_runs_unacked", "id", postgresql_where=text("acked_at IS NULL"),
+          sqlite_where=text("acked_at IS NULL")),
 )
 
 participants = Table(
@@ -281,6 +293,16 @@ incidents = Table(
           sqlite_where=text("state <> 'resolved'")),
     Index("ix_interlock_incidents_task", "task_id", "id"),
     sqlite_autoincrement=True,
+)
+
+pruned_operations = Table(
+    "interlock_pruned_operations", metadata,
+    # what `prune` leaves of an applied operation it deleted (ADR 0047): its key (the SHA-256 of the id), so that a
+    # redelivery of the id is refused (`pruned`), never run again
+    Column("op_key", Text, nullable=False),
+    Column("task_id", Text, nullable=True),
+    Column("pruned_at", Float, nullable=False),  # the store's clock, epoch seconds
+    PrimaryKeyConstraint("op_key", name="pk_interlock_pruned_operations"),
 )
 
 TABLE_NAMES: tuple[str, ...] = tuple(t.name for t in metadata.sorted_tables)

@@ -42,6 +42,8 @@ from .sql_entries import SqlEntries
 from .sql_incidents import SqlIncidents
 from .sql_ledger import SqlLedger
 from .sql_operations import SqlOperations
+from .sql_prune import SqlPruning
+from .sql_runs import SqlRunQueue
 from .sql_seats import DECISION_LOCK_KEY, SEAT_LOCK_KEY, SqlSeats
 from .statements import I_OWNER, I_PLAN, Q_NOW, Q_OWNERS, Q_PLAN, U_HEARTBEAT, U_STOP_OWNER
 
@@ -73,7 +75,7 @@ class _Unit:
         self.inner.__exit__(kind, exc, tb)
 
 
-class SqlStore(SqlLedger, SqlEntries, SqlOperations, SqlSeats):
+class SqlStore(SqlLedger, SqlEntries, SqlOperations, SqlSeats, SqlRunQueue, SqlPruning):
     """The `interlock.runtime.store.Store` protocol on SQLite and PostgreSQL; durable.
 
     `SqlStore(url_or_engine)` checks once that the database is at this interlock's

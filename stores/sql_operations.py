@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from interlock.runtime.store import Claim
 
 from ._common import operation_key
+from .sql_prune import pruned_or_busy
 from .statements import D_CLAIM, I_CLAIM, Q_ALL_CLAIMS, Q_CLAIMS, Q_EVALUATED, U_TAKE_OVER
 
 if TYPE_CHECKING:
@@ -62,7 +63,9 @@ class SqlOperations:
                 return "taken_over"
             cur.execute(sh.stmt.q_operation, params)
             row = cur.fetchone()
-        return "applied" if row is not None and row[0] == "applied" else "busy"
+            if row is None:  # no row, and none to take over: pruned (its fingerprint kept), or released meanwhile
+                return pruned_or_busy(self, tx, str(params["key"]))
+        return "applied" if row[0] == "applied" else "busy"
 
     def release_operation(self: SqlHost, operation_id: str, token: str) -> bool:
         """Give up `token`'s claim; False if it holds none."""

@@ -100,7 +100,9 @@ I_OPERATION = ('INSERT INTO interlock_operations (op_key, operation_id, task_id,
                "state = 'applied', applied_at = excluded.applied_at, claim_token = NULL, owner_id = NULL "
                "WHERE interlock_operations.state = 'claimed'")
 I_CLAIM = ('INSERT INTO interlock_operations (op_key, operation_id, task_id, "trigger", state, claim_token, '
-           "owner_id) VALUES (:key, :id, :task_id, :trigger, 'claimed', :token, :owner) "
+           "owner_id) SELECT :key, :id, :task_id, :trigger, 'claimed', :token, :owner "
+           # an operation `prune` deleted keeps its fingerprint: never claimed again (ADR 0047)
+           "WHERE NOT EXISTS (SELECT 1 FROM interlock_pruned_operations p WHERE p.op_key = :key) "
            "ON CONFLICT (op_key) DO NOTHING")
 U_TAKE_OVER = ("UPDATE interlock_operations SET claim_token = :token, owner_id = :owner "
                "WHERE op_key = :key AND state = 'claimed' AND (owner_id IS NULL OR NOT "

@@ -1,0 +1,93 @@
+"""Migration 0007 on a 0006 database holding data (ADR 0047): the runs queued before it count as consumed (a
+consumer started after the upgrade hands none of them out again), the rows stay, the indexes exist, a second
+upgrade changes nothing, and the downgrade goes back to 0006."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+
+from interlock.runtime.store import QueuedRun
+from interlock.stores import open_store, upgrade
+from interlock.stores._common import operation_key
+from interlock.stores.engine import make_engine
+from interlock.stores.migrate import alembic_config
+
+INDEXES = {("interlock_runs", "ix_interlock_runs_unacked"), ("interlock_operations", "ix_interlock_operations_task"),
+           ("interlock_tasks", "ix_interlock_tasks_workflow_step")}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'old.db'}"
+    server = request.getfixturevalue("pg_server")
+    return str(server.url_for(server.new_schema()))
+
+
+def _alembic(url: str, verb: str, revision: str) -> None:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn, conn.begin():
+            config = alembic_config()
+            config.attributes["connection"] = conn
+            getattr(command, verb)(config, revision)
+    finally:
+        engine.dispose()
+
+
+def _rows(url: str, sql: str) -> list[tuple[object, ...]]:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [tuple(r) for r in conn.exec_driver_sql(sql)]
+    finally:
+        engine.dispose()
+
+
+def _indexes(url: str) -> set[tuple[str, str]]:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            inspector = sa.inspect(conn)
+            return {(t, str(i["name"])) for t in ("interlock_runs", "interlock_operations", "interlock_tasks")
+                    for i in inspector.get_indexes(t)}
+    finally:
+        engine.dispose()
+
+
+def test_a_0006_database_with_runs_upgrades(url: str) -> None:
+    _alembic(url, "upgrade", "0006")
+    engine = make_engine(url)
+    try:
+        with engine.begin() as conn:
+            for i in range(3):
+                conn.exec_driver_sql(
+                    "INSERT INTO interlock_runs (idempotency_key, task_id, step_id, agent, reason, payload, created_at) "
+                    f"VALUES ('k{i}', 'T1', 'work', 'a', 'r', '{{}}', CURRENT_TIMESTAMP)")
+            conn.exec_driver_sql("INSERT INTO interlock_operations (op_key, operation_id, task_id, state) "
+                                 f"VALUES ('{operation_key('op-1')}', 'op-1', 'T1', 'applied')")
+    finally:
+        engine.dispose()
+    assert not INDEXES & _indexes(url)
+    assert upgrade(url) == "0007"
+    assert upgrade(url) == "0007"  # replayable
+    assert _rows(url, "SELECT idempotency_key, consumer, claims, acked_at IS NOT NULL FROM interlock_runs "
+                      "ORDER BY id") == [(f"k{i}", "(before 0007)", 0, True) for i in range(3)]
+    assert _indexes(url) >= INDEXES
+    store = open_store(url, create=False)
+    try:
+        assert len(store.runs()) == 3  # every run stays readable
+        assert store.claim_runs("host") == [] and store.queued_runs() == []  # none is handed out again
+        assert store.enqueue_run(QueuedRun("k-new", "T1", "work", "a", "r"))
+        assert [p.run.key for p in store.claim_runs("host")] == ["k-new"]
+        assert store.operation_applied("op-1")
+    finally:
+        store.close()  # type: ignore[attr-defined]
+    _alembic(url, "downgrade", "0006")
+    assert not INDEXES & _indexes(url)
+    assert [r[0] for r in _rows(url, "SELECT idempotency_key FROM interlock_runs ORDER BY id")] == \
+        ["k0", "k1", "k2", "k-new"]
