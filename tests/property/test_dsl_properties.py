@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, note
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from support.wf_strategies import (
     ALL_FILES,
@@ -125,6 +125,9 @@ def test_valid_programs_round_trip(text: str) -> None:
 
 
 @given(st.lists(exprs, min_size=1, max_size=4))
+@settings(suppress_health_check=[*settings().suppress_health_check, HealthCheck.filter_too_much])
+# up to four recursive expressions overrun Hypothesis's buffer on many draws (discarded, which its health check counts
+# as filtered): after other properties ran in the same worker, the first draws of a fresh clone's run were 50 of 59
 def test_expressions_round_trip(conditions: list[Toks]) -> None:
     items = [f"skip s{i} silent when {' '.join(c)}" for i, c in enumerate(conditions)]
     items.append(f"operation \"o\" when {' '.join(conditions[0])}")
