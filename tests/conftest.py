@@ -60,6 +60,14 @@ def parser_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parsing, "_concrete_parser", forbidden)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files that hold `slow` tests first (in their order), then the rest: on two workers (`--dist loadfile`, ADR
+    0054) the long files start at once and the short ones fill the other worker, instead of one long file running
+    alone at the end of the run."""
+    slow_files = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow_files)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite the expected files of the golden tests instead of comparing against them")
