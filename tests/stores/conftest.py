@@ -63,3 +63,17 @@ def store(request: pytest.FixtureRequest) -> Iterator[Store]:
         yield sql
     finally:
         sql.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def clocked_store(request: pytest.FixtureRequest, clock: Any) -> Iterator[Store]:
+    """A fresh, empty store of each backend on the requesting module's `clock` fixture (each module has its own)."""
+    if request.param == "memory":
+        yield MemoryStore(clock=clock)
+        return
+    target = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_clean_engine")
+    sql = SqlStore(target, clock=clock)
+    try:
+        yield sql
+    finally:
+        sql.close()

@@ -4,13 +4,11 @@ SQLite, PostgreSQL), each on a test clock the test moves (runtime/store_due.py, 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import pytest
 
 from interlock.runtime.store import EntryRecord, Marker, Store, StoreError, TaskState
 from interlock.runtime.store_due import NO_POSITION, DueRow, Incident, TimerArm
-from interlock.stores import MemoryStore, SqlStore
 
 WF = "office"
 T0 = 1_800_000_000.0  # the test clock's start (epoch seconds)
@@ -35,18 +33,10 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture(params=BACKENDS)
-def store(request: pytest.FixtureRequest, clock: Clock) -> Iterator[Store]:
-    """A fresh, empty store of each backend on the test clock."""
-    if request.param == "memory":
-        yield MemoryStore(clock=clock)
-        return
-    target = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_clean_engine")
-    sql = SqlStore(target, clock=clock)
-    try:
-        yield sql
-    finally:
-        sql.close()
+@pytest.fixture()
+def store(clocked_store: Store) -> Store:
+    """A fresh, empty store of each backend on this module's clock (tests/stores/conftest.py)."""
+    return clocked_store
 
 
 def entry(store: Store, task_id: str = "T1", step: str = "work") -> int:

@@ -9,14 +9,13 @@ old on both."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from interlock.runtime.store import Decision, EntryRecord, QueuedRun, Store, StoreError, TaskState
 from interlock.runtime.store_due import Incident, TimerArm
-from interlock.stores import MemoryStore, SqlStore, prune
+from interlock.stores import prune
 from interlock.stores.pruning import TABLES
 
 DAY = 86_400.0
@@ -38,17 +37,10 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture(params=BACKENDS)
-def store(request: pytest.FixtureRequest, clock: Clock) -> Iterator[Store]:
-    if request.param == "memory":
-        yield MemoryStore(clock=clock)
-        return
-    target = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_clean_engine")
-    sql = SqlStore(target, clock=clock)
-    try:
-        yield sql
-    finally:
-        sql.close()
+@pytest.fixture()
+def store(clocked_store: Store) -> Store:
+    """A fresh, empty store of each backend on this module's clock (tests/stores/conftest.py)."""
+    return clocked_store
 
 
 def finished(store: Store, tid: str, *, ack: bool = True, evaluate: bool = True, record_last: bool = True) -> int:

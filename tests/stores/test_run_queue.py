@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
-from collections.abc import Iterator
 
 import pytest
 from support import run_queue_race
 
 from interlock.runtime.store import QueuedRun, Store, StoreError
-from interlock.stores import MemoryStore, SqlStore, open_store
+from interlock.stores import open_store
 
 T0 = 1_800_000_000.0
 BACKENDS = ["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
@@ -31,17 +30,10 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture(params=BACKENDS)
-def store(request: pytest.FixtureRequest, clock: Clock) -> Iterator[Store]:
-    if request.param == "memory":
-        yield MemoryStore(clock=clock)
-        return
-    target = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_clean_engine")
-    sql = SqlStore(target, clock=clock)
-    try:
-        yield sql
-    finally:
-        sql.close()
+@pytest.fixture()
+def store(clocked_store: Store) -> Store:
+    """A fresh, empty store of each backend on this module's clock (tests/stores/conftest.py)."""
+    return clocked_store
 
 
 def queue(store: Store, n: int, task: str = "T1") -> None:
