@@ -68,6 +68,11 @@ def clock_sql(text: str, clocked: bool) -> str:
     return text.replace("{NOW}", "CAST(:epoch AS DOUBLE PRECISION)" if clocked else "(SELECT {EPOCH})")
 
 
+def store_sql(store: SqlHost, text: str) -> str:
+    """`text` with `{NOW}` put in for `store`'s clock, compiled once for its dialect (every SQL part's `_sql`)."""
+    return store._shared.sql(clock_sql(text, store._clock is not None))
+
+
 def clock_params(store: SqlHost, params: dict[str, Any]) -> dict[str, Any]:
     """`params` with the test clock's reading as `epoch` (None without a test clock: the statement reads the
     database's)."""
@@ -85,8 +90,7 @@ class SqlDue:
         self._store = store
 
     def _sql(self, text: str) -> str:
-        store = self._store
-        return store._shared.sql(clock_sql(text, store._clock is not None))
+        return store_sql(self._store, text)
 
     def arm_timers(self, task_id: str, entry_id: int, workflow_id: str, step_id: str, plan: str | None,
                    timers: Sequence[TimerArm]) -> None:

@@ -31,7 +31,7 @@ from ._due_rules import (
     failures_text,
     failures_value,
 )
-from .sql_due import clock_params, clock_sql
+from .sql_due import clock_params, store_sql
 from .statements import _ALIVE
 
 if TYPE_CHECKING:
@@ -90,8 +90,7 @@ class SqlIncidents:
         self._store = store
 
     def _sql(self, text: str) -> str:
-        store = self._store
-        return store._shared.sql(clock_sql(text, store._clock is not None))
+        return store_sql(self._store, text)
 
     def open_incident(self, incident: Incident) -> Incident:
         """Open an incident, or update the one with its key (opened again if it was resolved); the row as stored."""

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from interlock.runtime.store import Claim
 
 from ._prune_rules import PruneBatch
-from .sql_due import clock_params, clock_sql
+from .sql_due import clock_params, store_sql
 
 if TYPE_CHECKING:
     from .connections import Tx
@@ -102,8 +102,7 @@ class SqlPrune:
         self._store = store
 
     def _sql(self, text: str) -> str:
-        store = self._store
-        return store._shared.sql(clock_sql(text, store._clock is not None))
+        return store_sql(self._store, text)
 
     def _params(self, cutoff: float) -> dict[str, Any]:
         """The cutoff as epoch seconds (`:cut`) and as the DATETIME columns keep it (`:cut_ts`)."""

@@ -21,7 +21,7 @@ from interlock.runtime.store import PendingRun, QueuedRun
 
 from ._common import payload_value
 from ._run_rules import MAX_BATCH, check_claim, run_ids
-from .sql_due import clock_params, clock_sql
+from .sql_due import clock_params, store_sql
 
 if TYPE_CHECKING:
     from .connections import Tx
@@ -58,8 +58,7 @@ class SqlRuns:
         self._store = store
 
     def _sql(self, text: str) -> str:
-        store = self._store
-        return store._shared.sql(clock_sql(text, store._clock is not None))
+        return store_sql(self._store, text)
 
     def claim_runs(self, consumer: str, *, limit: int = 100, lease: float = 300.0,
                    after: int = 0) -> list[PendingRun]:
