@@ -48,6 +48,7 @@ def prune_url(backend: str, n: int) -> str:
 def explain(store: Any, cutoff: float, limit: int) -> list[tuple[str, str]]:
     """(statement, plan) of each statement of the first batch, with its real parameters (a dry run's SELECTs)."""
     from interlock.stores import sql_prune as p
+    from interlock.stores.sql_due import clock_sql
 
     sh = store._shared
     tx, _ = sh.acquire("explaining prune")
@@ -57,7 +58,7 @@ def explain(store: Any, cutoff: float, limit: int) -> list[tuple[str, str]]:
         prefix = "EXPLAIN (COSTS OFF) " if sh.postgres else "EXPLAIN QUERY PLAN "
 
         def plan(text: str, params: dict[str, Any]) -> None:
-            sql = sh.sql(p.clock_sql(text, False))
+            sql = sh.sql(clock_sql(text, False))
             cur.execute(prefix + sql, params)
             out.append((text[:90], " | ".join(str(r[-1]) for r in cur.fetchall())))
 
