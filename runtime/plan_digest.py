@@ -15,6 +15,7 @@ names the models (`Plan`, `SourceRef`) and computes the two digests.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -95,25 +96,62 @@ def _members(hint: Any) -> tuple[Any, ...]:
     return (hint,)
 
 
-def _model_of(value: dict[str, Any], hint: Any) -> type[BaseModel] | None:
-    """Which plan model reads `value` under `hint`: the only model of the union, or the one whose `Literal`
-    fields (the discriminator: `op`, `step`) accept the value's."""
-    models = [m for m in _members(hint) if isinstance(m, type) and issubclass(m, BaseModel)]
-    if len(models) <= 1:
-        return models[0] if models else None
-    for model in models:
-        literals = {k: get_args(h) for k, h in _hints(model).items() if get_origin(_unwrap(h)) is Literal}
-        if all(k in value and value[k] in allowed for k, allowed in literals.items()):
+@dataclasses.dataclass(frozen=True)
+class _Shape:
+    """What `_walk` needs to know of a field type, worked out once per type: the plan models that may read a
+    mapping (each with its discriminating `Literal` fields), and the container it may be (`dict`, `list`) with
+    the type of its items."""
+
+    models: tuple[tuple[type[BaseModel], tuple[tuple[str, tuple[Any, ...]], ...]], ...]
+    container: type | None
+    item: Any
+
+
+def _shape(hint: Any) -> _Shape:
+    try:
+        return _cached_shape(hint)
+    except TypeError:  # an unhashable type annotation: worked out each time
+        return _make_shape(hint)
+
+
+def _make_shape(hint: Any) -> _Shape:
+    members = _members(hint)
+    models = tuple((m, tuple((k, get_args(h)) for k, h in _hints(m).items() if get_origin(_unwrap(h)) is Literal))
+                   for m in members if isinstance(m, type) and issubclass(m, BaseModel))
+    container = next((m for m in members if get_origin(m) in (tuple, list, dict)), None)
+    if container is None:
+        return _Shape(models, None, None)
+    args = get_args(container)
+    if get_origin(container) is dict:
+        return _Shape(models, dict, args[1]) if len(args) == 2 else _Shape(models, None, None)
+    return _Shape(models, list, args[0]) if args else _Shape(models, None, None)
+
+
+_cached_shape = functools.cache(_make_shape)
+
+
+@functools.cache
+def _fields(model: type[BaseModel], layout: type[BaseModel]) -> tuple[dict[str, Any], frozenset[str]]:
+    return _hints(model), layout_fields(model, layout)
+
+
+def _model_of(value: dict[str, Any], shape: _Shape) -> type[BaseModel] | None:
+    """Which plan model reads `value`: the only model of the union, or the one whose `Literal` fields (the
+    discriminator: `op`, `step`) accept the value's."""
+    if len(shape.models) <= 1:
+        return shape.models[0][0] if shape.models else None
+    for model, literals in shape.models:
+        if all(k in value and value[k] in allowed for k, allowed in literals):
             return model
     return None
 
 
 def _walk(value: Any, hint: Any, path: Path, found: list[tuple[Path, Any]], layout: type[BaseModel]) -> Any:
+    shape = _shape(hint)
     if isinstance(value, dict):
-        model = _model_of(value, hint)
+        model = _model_of(value, shape)
         if model is not None:
-            hints = _hints(model)
-            skip = layout_fields(model, layout)
+            hints, skip = _fields(model, layout)
             out: dict[str, Any] = {}
             for key, item in value.items():
                 if key in skip:
@@ -123,12 +161,9 @@ def _walk(value: Any, hint: Any, path: Path, found: list[tuple[Path, Any]], layo
                 else:
                     out[key] = item
             return out
-    container = next((m for m in _members(hint) if get_origin(m) in (tuple, list, dict)), None)
-    if container is None:
+        if shape.container is dict:
+            return {k: _walk(v, shape.item, (*path, k), found, layout) for k, v in value.items()}
         return value
-    args = get_args(container)
-    if get_origin(container) is dict and isinstance(value, dict) and len(args) == 2:
-        return {k: _walk(v, args[1], (*path, k), found, layout) for k, v in value.items()}
-    if get_origin(container) in (tuple, list) and isinstance(value, list) and args:
-        return [_walk(v, args[0], (*path, i), found, layout) for i, v in enumerate(value)]
+    if shape.container is list and isinstance(value, list):
+        return [_walk(v, shape.item, (*path, i), found, layout) for i, v in enumerate(value)]
     return value
