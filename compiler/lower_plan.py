@@ -26,6 +26,7 @@ from .context import Context
 from .exprs import PLACEHOLDER, ExprScope, type_of
 from .guards import guard_scope
 from .steps import StepOrder, step_position, transition_target
+from .values import plan_value
 
 __all__ = ["lower_plan", "seal", "agent_profile", "session_target"]
 
@@ -34,29 +35,11 @@ def _ref(node: ir.Node) -> P.SourceRef:
     return construct(P.SourceRef, {"file": node.span.file, "line": node.span.line, "col": node.span.col})
 
 
-def _value(value: ir.Value, t: ir.TypeRef | None) -> Any:
-    match value:
-        case ir.StrLit() | ir.IntLit() | ir.BoolLit():
-            return value.value
-        case ir.NameValue():
-            return value.dotted
-        case ir.CallValue(args=(ir.IntLit(value=count), *_)):
-            return {"threshold": value.name.dotted, "count": count}
-        case ir.CallValue():
-            return {"threshold": value.name.dotted, "count": None}
-        case ir.ListValue():
-            inner = t.arg if t is not None and t.name == "list" else None
-            return [_value(v, inner) for v in value.items]
-        case ir.MapValue():
-            return {e.key: _value(e.value, None) for e in value.entries}
-    raise TypeError(f"not a value node: {type(value).__name__}")
-
-
 def _params(params: tuple[ir.Param, ...]) -> tuple[P.PlanParam, ...]:
     return tuple(
         construct(P.PlanParam, {
             "name": p.name.name, "type": p.type.render(), "required": p.default is None and not p.type.optional,
-            "default": None if p.default is None else _value(p.default, p.type)})
+            "default": None if p.default is None else plan_value(p.default, p.type)})
         for p in params)
 
 
@@ -218,9 +201,9 @@ def _action(ctx: Context, order: StepOrder, step: ir.StepDecl, trigger: str | No
     for p in kind.params:
         arg = bound.get(p.name.name)
         if arg is not None:
-            args[p.name.name] = _value(arg.value, p.type)
+            args[p.name.name] = plan_value(arg.value, p.type)
         elif p.default is not None:
-            args[p.name.name] = _value(p.default, p.type)
+            args[p.name.name] = plan_value(p.default, p.type)
         elif p.name.name == "reason":
             args[p.name.name] = reason
         else:

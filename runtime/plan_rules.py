@@ -23,10 +23,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from .durations import MAX_SECONDS, MIN_SECONDS, label_seconds
-from .plan_model import AgentProfile, Plan, PlanAction, PlanKind, PlanSequence, PlanStep, PlanWorkflow
 from .vocabulary import GENERIC_TRIGGERS
+
+if TYPE_CHECKING:  # annotations only: `check` reads RETRY_ATTEMPTS without loading the plan models
+    from .plan_model import AgentProfile, Plan, PlanAction, PlanKind, PlanSequence, PlanStep, PlanWorkflow
 
 RETRY_ATTEMPTS = (1, 100)
 """`retry N`: N tries after the first, 1 to 100 (LANGUAGE §6)."""

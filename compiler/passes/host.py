@@ -13,7 +13,7 @@ from interlock.runtime.options import MAX_OPTIONS_BYTES
 
 from ..binding import bind_args
 from ..context import Context, block_trigger, step_blocks
-from ..lower_plan import _value
+from ..values import plan_value
 
 __all__ = ["host", "TIMEOUT_RANGE"]
 
@@ -68,7 +68,7 @@ def _options(ctx: Context, action: ir.ActionCall, kind: ir.ActionKindDecl, out: 
     options = bound.get("options")
     if options is None or not isinstance(options.value, ir.MapValue):
         return
-    size = len(json.dumps(_value(options.value, None), ensure_ascii=False, separators=(",", ":")).encode())
+    size = len(json.dumps(plan_value(options.value, None), ensure_ascii=False, separators=(",", ":")).encode())
     if size > MAX_OPTIONS_BYTES:
         out.append(make("argument-out-of-range", options.value.span, f"these `options` are {size:,} bytes as JSON: "
                         f"an arrival's entry options are at most {MAX_OPTIONS_BYTES:,}",
