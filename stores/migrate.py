@@ -84,6 +84,9 @@ def upgrade_engine(engine: Engine) -> str:
     """`upgrade` on an engine made by `interlock.stores.engine.make_engine` (an in-memory database keeps its data)."""
     config = alembic_config()
     try:
+        with memory_lock(engine) or nullcontext(), engine.connect() as conn:
+            if _revision(conn) == head_revision():  # up to date: no write lock taken, alembic not loaded (ADR 0059)
+                return head_revision()
         with memory_lock(engine) or nullcontext(), _ALEMBIC_LOCK, engine.connect() as conn:
             conn.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
             with conn.begin():

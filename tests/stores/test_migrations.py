@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -353,3 +354,24 @@ def test_reading_the_revision_of_a_missing_sqlite_file_creates_nothing(tmp_path:
     missing = tmp_path / "missing.db"
     assert current_revision(f"sqlite:///{missing}") is None
     assert not missing.exists()
+
+
+def test_opening_an_up_to_date_store_takes_no_write_lock(tmp_path: Path) -> None:
+    """A host opening its store (`create=True`, the default) while another process is inside a write transaction
+    opens it at once when the schema is current: only a database that needs an upgrade waits for the write lock
+    (before, every open queued behind the writer for up to the 30 s busy timeout, then failed)."""
+    path = tmp_path / "busy.db"
+    url = f"sqlite:///{path}"
+    upgrade(url)
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")  # another writer holds the lock throughout
+        writer.execute("UPDATE interlock_alembic_version SET version_num = version_num")
+        store = open_store(url)
+        try:
+            assert store.get_task("nobody") is None
+        finally:
+            store.close()  # type: ignore[attr-defined]
+        writer.execute("ROLLBACK")
+    finally:
+        writer.close()
