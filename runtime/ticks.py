@@ -102,16 +102,18 @@ class Ticker:
     def tick(self, limit: int = 1000) -> TickResult:
         self.triggers.owner.beat()  # a ticking runtime is alive: its claims hold, on the store's clock
         now = self.store.now()
-        items = []
-        for row in self.store.due(limit):
-            task = self.store.get_task(row.task_id)
-            if task is None or task.entry_id != row.entry_id:
-                items.append(self._superseded(row))
-            elif row.kind == "retry":
-                items.append(self._retry(row, task))
-            else:
-                items.append(self._timer(row, task))
-        return TickResult(tuple(items), self.store.next_due(), now)
+        items = tuple(map(self._take, self.store.due(limit)))
+        return TickResult(items, self.store.next_due(), now)
+
+    def _take(self, row: DueRow) -> TickItem:
+        """One due row: the fence's read of its task (a row of an entry the task has left never runs), then the timer
+        fired or the retry run."""
+        task = self.store.get_task(row.task_id)
+        if task is None or task.entry_id != row.entry_id:
+            return self._superseded(row)
+        if row.kind == "retry":
+            return self._retry(row, task)
+        return self._timer(row, task)
 
     def _superseded(self, row: DueRow) -> TickItem:
         """A row whose task left its entry (or is gone): dropped, nothing runs."""

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from interlock.runtime.store import Marker, MarkerState
-from interlock.runtime.store_due import DueKind, DueRow, TimerArm
+from interlock.runtime.store_due import DueRow, TimerArm, due_row
 
 from ._common import no_ledger_row_error
 from ._due_rules import check_retry, check_timer, timer_key
@@ -180,5 +180,6 @@ class SqlDue:
 
 
 def _row(r: tuple[Any, ...]) -> DueRow:
-    return DueRow(int(r[0]), r[1], int(r[2]), r[3], r[4], cast(DueKind, r[5]), r[6], int(r[7]), int(r[8]),
-                  float(r[9]), int(r[10]), float(r[11]), r[12], r[13], r[14], r[15], r[16])
+    """A row of `_COLS` as a `DueRow`: the columns' types (BIGINT/INTEGER, DOUBLE PRECISION; SQLite's INTEGER and REAL
+    affinities) give ints and floats on both drivers, nothing to convert."""
+    return due_row(r)

@@ -108,6 +108,28 @@ def test_due_rows_come_earliest_first_then_by_id_and_only_once_due(store: Store,
     assert store.due() == due  # reading moves nothing
 
 
+def test_due_rows_are_plain_dataclass_rows_with_the_columns_types(store: Store, clock: Clock) -> None:
+    """The SQL stores build their rows without `DueRow.__init__` (`due_row`, ADR 0058) and convert nothing: each row
+    is equal to the one `__init__` builds, field for field and type for type, on every backend."""
+    e = entry(store)
+    store.arm_timers("T1", e, WF, "work", "rev1", TIMERS)
+    assert store.schedule_retry(retry(e, 2, due_at=T0 + 0.5, operation_id="op-1"))
+    clock.advance(48 * 3600)
+    rows = store.due()
+    assert [r.kind for r in rows] == ["retry", "every", "after"]
+    for row in rows:
+        rebuilt = DueRow(*(getattr(row, f.name) for f in dataclasses.fields(DueRow)))
+        assert row == rebuilt and vars(row) == vars(rebuilt) and hash(row) == hash(rebuilt)
+        assert dataclasses.replace(row, slot=9).slot == 9
+        for name in ("id", "entry_id", "position", "period", "slot"):
+            assert type(getattr(row, name)) is int, name
+        for name in ("armed_at", "due_at"):
+            assert type(getattr(row, name)) is float, name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rows[0].slot = 3  # type: ignore[misc]
+    assert store.due_rows("T1") == rows
+
+
 def test_advance_and_drop_are_a_compare_and_swap_on_the_slot(store: Store, clock: Clock) -> None:
     e = entry(store)
     store.arm_timers("T1", e, WF, "work", None, TIMERS)
