@@ -77,6 +77,44 @@ def task_params(task: TaskState, now: Any) -> dict[str, Any]:
             "now": now, "entry_id": task.entry_id}
 
 
+def _marks(sh: Shared, tx: Tx, task_id: str, operation_id: str | None, operation_trigger: str | None,
+           decision_id: int | None) -> None:
+    """What a move marks in its transaction: its operation applied, its decision evaluated."""
+    if operation_id is not None:
+        mark(sh, tx, operation_id, task_id, operation_trigger, None)
+    if decision_id is not None:
+        tx.cursor.execute(sh.stmt.u_evaluated, {"id": decision_id, "now": None})
+
+
+def _move_seen(sh: Shared, tx: Tx, seen: tuple[Any, ...], task_id: str, to_wf: str | None, to_step: str | None,
+               expected_step_id: str | None, expected_entry_id: int | None, ledger: dict[str, Any],
+               stamped: bool) -> tuple[LedgerRow, TaskState] | None:
+    """PostgreSQL: an arrival of the task `seen` (read unlocked earlier in this transaction) in one statement, a
+    compare-and-swap on that row (`statements.MOVE_SEEN`); None when it does not apply (another task, no arrival, a
+    compare-and-swap of the caller's to judge on the locked row) or the task changed meanwhile: nothing was written."""
+    from_wf, from_step = seen[1], seen[2]
+    if (seen[0] != task_id or (from_wf, from_step) == (to_wf, to_step) or not is_arrival(from_wf, from_step, to_wf,
+                                                                                          to_step)
+            or (expected_step_id is not None and from_step != expected_step_id)
+            or (expected_entry_id is not None and seen[7] != expected_entry_id)):
+        return None
+    params = {**ledger, "task_id": task_id, "from_workflow_id": from_wf, "from_step_id": from_step,
+              "to_workflow_id": to_wf, "to_step_id": to_step, "now": None, "seen_entry_id": seen[7],
+              "seen_description": seen[3], "seen_is_from_office": seen[4], "seen_is_ephemeral": seen[5],
+              "seen_archived": seen[6]}
+    cur = tx.cursor
+    cur.execute(sh.stmt.move_seen_stamped if stamped else sh.stmt.move_seen, params)
+    got = cur.fetchone()
+    if got is None:
+        return None
+    ledger_id = int(got[0])
+    if stamped:
+        tx.stamped = ledger_id
+    row = _ledger_row(ledger_id, task_id, from_wf, from_step, to_wf, to_step, ledger["route"], ledger["actor_kind"],
+                      ledger["actor_id"], ledger["session_id"], ledger["plan"], ledger["arrival_options"])
+    return row, _task_state(task_id, to_wf, to_step, seen[3], bool(seen[4]), bool(seen[5]), bool(seen[6]), ledger_id)
+
+
 class SqlLedger:
     """Tasks, the ledger and entry claims of `SqlStore` (see the module's docstring)."""
 
@@ -85,7 +123,7 @@ class SqlLedger:
     def get_task(self: SqlHost, task_id: str) -> TaskState | None:
         sh = self._shared
         tx = self._conn if self._conn is not None else sh.open_unit()
-        if tx is None or sh.postgres:
+        if tx is None:
             q = sh.stmt.q_task
 
             def read(tx: Tx) -> TaskState | None:
@@ -94,7 +132,7 @@ class SqlLedger:
                 return _task(row) if row is not None else None
 
             return cast("TaskState | None", self._read("reading a task", read))
-        try:  # in a SQLite transaction: the row is kept for `move_task`
+        try:  # in a transaction: the row is kept for `move_task` (SQLite: locked; PostgreSQL: its compare-and-swap)
             tx.cursor.execute(sh.stmt.q_task, {"id": task_id})
             row = tx.cursor.fetchone()
         except sh.error_class as exc:
@@ -157,6 +195,17 @@ class SqlLedger:
         with write as tx:
             cur = tx.cursor
             found = tx.task_row
+            if sh.postgres and found is not None:  # read unlocked: moved by a compare-and-swap on it, or read again
+                tx.task_row = None
+                seen = _move_seen(sh, tx, found, task_id, to_wf, to_step, expected_step_id, expected_entry_id, {
+                    "route": route, "actor_kind": actor_kind or "system", "actor_id": actor_id,
+                    "session_id": session_id, "plan": plan, "entry_owner": entry_owner,
+                    "arrival_options": arrival_options}, record_in_unit and not write.own and tx.stamped is None)
+                if seen is not None:
+                    row, task = seen
+                    _marks(sh, tx, task_id, operation_id, operation_trigger, decision_id)
+                    return _move_result("moved", row, task)
+                found = None
             if found is None or found[0] != task_id:
                 cur.execute(sh.stmt.q_task_lock, {"id": task_id})
                 found = cur.fetchone()
@@ -181,10 +230,7 @@ class SqlLedger:
                                    bool(found[6]), entry_id)
             else:
                 task = _task(found)
-            if operation_id is not None:
-                mark(self._shared, tx, operation_id, task_id, operation_trigger, now)
-            if decision_id is not None:
-                cur.execute(sh.stmt.u_evaluated, {"id": decision_id, "now": now})
+            _marks(sh, tx, task_id, operation_id, operation_trigger, decision_id)
         return _move_result("moved" if row is not None else "same_step", row, task)
 
     def ledger_row(self: SqlHost, ledger_id: int) -> LedgerRow | None:
