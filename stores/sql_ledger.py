@@ -202,9 +202,8 @@ class SqlLedger:
                     "session_id": session_id, "plan": plan, "entry_owner": entry_owner,
                     "arrival_options": arrival_options}, record_in_unit and not write.own and tx.stamped is None)
                 if seen is not None:
-                    row, task = seen
                     _marks(sh, tx, task_id, operation_id, operation_trigger, decision_id)
-                    return _move_result("moved", row, task)
+                    return _move_result("moved", *seen)
                 found = None
             if found is None or found[0] != task_id:
                 cur.execute(sh.stmt.q_task_lock, {"id": task_id})
