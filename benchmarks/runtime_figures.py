@@ -229,7 +229,8 @@ class SqlFloor:
             to = "b" if at == "a" else "a"
             c.execute("BEGIN IMMEDIATE")
             c.execute(q.q_task, {"id": "T"}).fetchone()  # the look at the task (move_task reuses it on SQLite)
-            ledger = c.execute(q.i_ledger, {
+            # the row stamped for its record, which comes in this transaction (ADR 0057)
+            ledger = c.execute(q.i_ledger_stamped, {
                 "task_id": "T", "from_workflow_id": "w", "from_step_id": at, "to_workflow_id": "w", "to_step_id": to,
                 "route": "manual_move", "actor_kind": "human", "actor_id": None, "session_id": None,
                 "plan": None, "entry_owner": None, "arrival_options": None}).fetchone()[0]
@@ -237,7 +238,7 @@ class SqlFloor:
             c.execute(q.i_run, {"key": f"entry:{ledger}:0:{to}:T:primary:0123456789abcdef", "task_id": "T",
                                 "step_id": to, "agent": "primary", "reason": "x", "payload": "{}", "entry_id": ledger,
                                 "operation_id": None})
-            c.execute(q.i_entry, {"entry_id": ledger, "task_id": "T", "workflow_id": "w", "step_id": to,
+            c.execute(q.u_entry_stamped, {"entry_id": ledger, "task_id": "T", "workflow_id": "w", "step_id": to,
                                   "attempted": '["queue_run"]', "failed": "[]"})
             c.execute("COMMIT")
             self.at = to

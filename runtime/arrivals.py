@@ -92,7 +92,9 @@ class Arrivals:
             result, progress = self.write(
                 lambda store, stamp: (store.create_task(task, actor_kind=actor_kind, actor_id=actor_id,
                                                         session_id=session_id, operation_id=operation_id,
-                                                        arrival_options=arrival_options, **stamp), step),
+                                                        arrival_options=arrival_options,
+                                                        record_in_unit=self.recorded_in_unit(stamp, step), **stamp),
+                                      step),
                 task_id, session_id)
         except StoreError:
             if operation_id and self.store.operation_applied(operation_id):  # a concurrent delivery of it won
@@ -157,7 +159,8 @@ class Arrivals:
                 raise _Refused(target_wf)
             return store.move_task(task_id, target_wf, to_step, route=route, actor_kind=actor_kind, actor_id=actor,
                                    session_id=session_id, expected_step_id=expected_step,
-                                   arrival_options=arrival_options, **stamp), step
+                                   arrival_options=arrival_options, record_in_unit=self.recorded_in_unit(stamp, step),
+                                   **stamp), step
 
         try:
             result, progress = self.write(write, task_id, session_id, dispatch=dispatch)
@@ -203,7 +206,8 @@ class Arrivals:
         def write(store: Store, stamp: Mapping[str, Any]) -> tuple[MoveResult, PlanStep | None]:
             moved = store.move_task(task_id, workflow_id, step_id, route="migration", actor_kind="system",
                                     actor_id="interlock migrate", expected_entry_id=task.entry_id,
-                                    expected_step_id=task.step_id, **stamp)
+                                    expected_step_id=task.step_id, record_in_unit=enter and self.recorded_in_unit(stamp, step),
+                                    **stamp)
             row = moved.ledger
             if not enter and row is not None:
                 store.record_entry(EntryRecord(row.id, task_id, workflow_id, step_id, ()))
@@ -248,6 +252,12 @@ class Arrivals:
         return task.step_id
 
     # ---- the step change and its entry's first segment --------------------------------------------------------
+    def recorded_in_unit(self, stamp: Mapping[str, Any], step: PlanStep) -> bool:
+        """Whether the arrival's unit will write the row's entry record (the store's `record_in_unit` hint): an
+        atomic arrival dispatching an entry of one segment.  A hint only: a unit that commits without the record
+        leaves the row unrecorded all the same."""
+        return self.atomic and stamp is self.dispatching and not self.entry.segmented(step)
+
     def write(self, write: Write, task_id: str, session_id: str | None, *,
               dispatch: bool = True) -> tuple[MoveResult, Progress | None]:
         """Write a step change, with its entry's first segment in the same transaction when it can (see the

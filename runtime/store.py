@@ -250,10 +250,11 @@ class Store(DueWork, IncidentStore, Protocol):
 
     def create_task(self, task: TaskState, *, actor_kind: str = "system", actor_id: str | None = None,
                     session_id: str | None = None, plan: str | None = None, entry_owner: str | None = None,
-                    operation_id: str | None = None, arrival_options: str | None = None) -> MoveResult:
+                    operation_id: str | None = None, arrival_options: str | None = None,
+                    record_in_unit: bool = False) -> MoveResult:
         """Insert a new task into its step and write its genesis ledger row (route `creation`), with the arrival's
         entry options (`arrival_options`, canonical JSON text) in the row; the task's `entry_id` is that row's.  `plan`, `entry_owner`: the row's revision and the owner dispatching its entry.
-        `operation_id`, if given, is marked applied in the same transaction."""
+        `operation_id`, if given, is marked applied in the same transaction.  `record_in_unit`: see `move_task`."""
         ...
 
     def move_task(self, task_id: str, to_workflow_id: str | None, to_step_id: str | None, *, route: str,
@@ -261,7 +262,8 @@ class Store(DueWork, IncidentStore, Protocol):
                   expected_step_id: str | None = None, operation_id: str | None = None,
                   operation_trigger: str | None = None, decision_id: int | None = None,
                   expected_entry_id: int | None = None, plan: str | None = None,
-                  entry_owner: str | None = None, arrival_options: str | None = None) -> MoveResult:
+                  entry_owner: str | None = None, arrival_options: str | None = None,
+                  record_in_unit: bool = False) -> MoveResult:
         """Change a task's step and write the ledger row in one transaction; the task's `entry_id` becomes the
         row's id.
 
@@ -270,7 +272,12 @@ class Store(DueWork, IncidentStore, Protocol):
         `operation_id`, if given, is marked applied in the same transaction (also when the step does not
         change), and so is decision `decision_id`'s re-evaluation (`mark_decision_evaluated`).  `plan`,
         `entry_owner`: the row's revision and the owner dispatching its entry; `arrival_options` (canonical JSON
-        text) is kept in the row: its entry reads it (ADR 0043)."""
+        text) is kept in the row: its entry reads it (ADR 0043).
+
+        `record_in_unit` is a hint, never a change of meaning: the caller, in an open unit, writes the row's entry
+        record in that unit before it commits.  A store may then write the row ready for its record (ADR 0057: the
+        SQL store skips the index of unrecorded rows); the row reads and commits without a record until the record is
+        written, whether or not it comes."""
         ...
 
     def ledger_row(self, ledger_id: int) -> LedgerRow | None: ...

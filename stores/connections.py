@@ -39,7 +39,7 @@ class Tx:
     depth of its open transaction, whether it was found dead, and (SQLite) the task row last read in that
     transaction."""
 
-    __slots__ = ("bound", "cursor", "dbapi", "dead", "depth", "pooled", "task_row")
+    __slots__ = ("bound", "cursor", "dbapi", "dead", "depth", "pooled", "stamped", "task_row")
 
     def __init__(self, pooled: Any) -> None:
         self.pooled = pooled
@@ -51,6 +51,9 @@ class Tx:
         # holds the database's write lock, so nothing else can change it: `move_task` need not read it again.
         self.task_row: tuple[Any, ...] | None = None
         self.bound: object = None  # the store bound to this connection's units (made once; `SqlStore._bound`)
+        # the ledger row written stamped as recorded in this transaction whose entry record has not come yet
+        # (`statements.I_LEDGER_STAMPED`): the stamp comes off before anything reads records or the transaction commits
+        self.stamped: int | None = None
 
 
 _ALL_SHARED: weakref.WeakSet[Shared] = weakref.WeakSet()
@@ -178,6 +181,7 @@ class Shared:
             try:
                 tx.cursor.execute(self.begin)
                 tx.task_row = None
+                tx.stamped = None
                 return tx
             except self.error_class as exc:
                 error = self.error(exc, tx, doing)
@@ -191,6 +195,8 @@ class Shared:
         try:
             if exc is None:
                 try:
+                    if tx.stamped is not None:  # no record came: the row commits unrecorded (`recover` finds it)
+                        self.settle(tx)
                     tx.cursor.execute("COMMIT")
                 except self.error_class as failed:
                     error = self.error(failed, tx, doing)
@@ -204,7 +210,14 @@ class Shared:
         finally:
             self.release(tx)
 
+    def settle(self, tx: Tx) -> None:
+        """Take the recorded stamp off the row `tx` wrote stamped (its record did not come): from here on it reads
+        and commits as the arrival without a record it is."""
+        stamped, tx.stamped = tx.stamped, None
+        tx.cursor.execute(self.stmt.u_unstamp, {"id": stamped})
+
     def rollback(self, tx: Tx) -> None:
+        tx.stamped = None
         if tx.dead:
             return
         try:
@@ -296,18 +309,20 @@ class Savepoint:
     """`with Savepoint(shared, tx, doing):` — a savepoint in `tx`, rolled back (the transaction goes on) if the
     block raises; driver errors become `StoreError`s."""
 
-    __slots__ = ("doing", "name", "shared", "tx")
+    __slots__ = ("doing", "name", "shared", "stamped", "tx")
 
     def __init__(self, shared: Shared, tx: Tx, doing: str) -> None:
         self.shared = shared
         self.tx = tx
         self.doing = doing
         self.name = ""
+        self.stamped: int | None = None
 
     def __enter__(self) -> Tx:
         tx = self.tx
         tx.depth += 1
         self.name = f"interlock_sp_{tx.depth}"
+        self.stamped = tx.stamped  # what a rollback to the savepoint brings back
         try:
             tx.cursor.execute(f"SAVEPOINT {self.name}")
         except BaseException as exc:
@@ -325,6 +340,7 @@ class Savepoint:
                 tx.cursor.execute(f"RELEASE SAVEPOINT {name}")
                 return
             tx.task_row = None  # it may have been read after a write the rollback undoes
+            tx.stamped = self.stamped
             if not tx.dead:
                 tx.cursor.execute(f"ROLLBACK TO SAVEPOINT {name}")
                 tx.cursor.execute(f"RELEASE SAVEPOINT {name}")

@@ -75,7 +75,8 @@ class MemoryLedger:
 
     def create_task(self: MemoryHost, task: TaskState, *, actor_kind: str = "system", actor_id: str | None = None,
                     session_id: str | None = None, plan: str | None = None, entry_owner: str | None = None,
-                    operation_id: str | None = None, arrival_options: str | None = None) -> MoveResult:
+                    operation_id: str | None = None, arrival_options: str | None = None,
+                    record_in_unit: bool = False) -> MoveResult:
         """Insert a new task and write its genesis ledger row when it has a step (`StoreError` if it exists)."""
         task = clean_task(task)
         check_arrival_options(arrival_options)
@@ -99,7 +100,8 @@ class MemoryLedger:
                   expected_step_id: str | None = None, operation_id: str | None = None,
                   operation_trigger: str | None = None, decision_id: int | None = None,
                   expected_entry_id: int | None = None, plan: str | None = None,
-                  entry_owner: str | None = None, arrival_options: str | None = None) -> MoveResult:
+                  entry_owner: str | None = None, arrival_options: str | None = None,
+                  record_in_unit: bool = False) -> MoveResult:
         """Change a task's step and write the ledger row in one step (see the protocol)."""
         if not route:
             check_route(route)

@@ -54,6 +54,8 @@ class SqlEntries:
         q = self._shared.stmt.q_entry
 
         def read(tx: Tx) -> EntryRecord | None:
+            if tx.stamped is not None:  # its record has not come: the row reads unrecorded (`Shared.settle`)
+                self._shared.settle(tx)
             tx.cursor.execute(q, {"id": entry_id})
             row = tx.cursor.fetchone()
             if row is None:
@@ -71,6 +73,13 @@ class SqlEntries:
         with self._tx("recording an entry") as tx:
             params["now"] = self._shared.stamp(tx)
             cur = tx.cursor
+            if tx.stamped is not None:
+                if tx.stamped == record.entry_id:  # the row written stamped in this unit: its record completes it
+                    cur.execute(self._shared.stmt.u_entry_stamped, params)
+                    if cur.rowcount == 1:
+                        tx.stamped = None
+                        return True
+                self._shared.settle(tx)  # the general path below judges it, unstamped
             cur.execute(self._shared.stmt.i_entry, params)
             if cur.rowcount == 1:
                 return True

@@ -74,6 +74,8 @@ def read_history(store: SqlHost, task_id: str) -> TaskHistory | None:
         own = not shared.in_transaction(tx)
         if own:
             tx.cursor.execute(begin)
+        elif tx.stamped is not None:  # in a unit: a row whose record has not come reads unrecorded
+            shared.settle(tx)
         try:
             return _read(store, tx, task_id)
         finally:

@@ -29,9 +29,17 @@ if TYPE_CHECKING:
     from .connections import Shared, Tx
     from .sql_host import SqlHost
 
-__all__ = ["SqlLedger", "insert_id", "write_ledger"]
+__all__ = ["SqlLedger", "insert_id", "write_ledger", "settle"]
 
 _move_result = builder(MoveResult)
+
+
+def settle(store: SqlHost) -> None:
+    """Before a read of entry records in the store's open unit: the stamp of a row whose record has not come is
+    taken off (`Shared.settle`), so the read sees the row as it would commit."""
+    tx = store._conn if store._conn is not None else store._shared.open_unit()
+    if tx is not None and tx.stamped is not None:
+        store._shared.settle(tx)
 
 
 def insert_id(sh: Shared, tx: Tx, sql: str, params: dict[str, Any]) -> int:
@@ -49,12 +57,15 @@ def insert_id(sh: Shared, tx: Tx, sql: str, params: dict[str, Any]) -> int:
 def write_ledger(sh: Shared, tx: Tx, task_id: str, from_wf: str | None, from_step: str | None, to_wf: str | None,
                  to_step: str | None, route: str, actor_kind: str, actor_id: str | None, session_id: str | None,
                  now: Any, plan: str | None = None, entry_owner: str | None = None,
-                 arrival_options: str | None = None) -> LedgerRow:
-    ledger_id = insert_id(sh, tx, sh.stmt.i_ledger, {
+                 arrival_options: str | None = None, stamped: bool = False) -> LedgerRow:
+    """Insert a ledger row; `stamped`: as recorded already, its record to come in this transaction (`Tx.stamped`)."""
+    ledger_id = insert_id(sh, tx, sh.stmt.i_ledger_stamped if stamped else sh.stmt.i_ledger, {
         "task_id": task_id, "from_workflow_id": from_wf, "from_step_id": from_step, "to_workflow_id": to_wf,
         "to_step_id": to_step, "route": route, "actor_kind": actor_kind, "actor_id": actor_id,
         "session_id": session_id, "now": now, "plan": plan, "entry_owner": entry_owner,
         "arrival_options": arrival_options})
+    if stamped:
+        tx.stamped = ledger_id
     return _ledger_row(ledger_id, task_id, from_wf, from_step, to_wf, to_step, route, actor_kind, actor_id,
                        session_id, plan, arrival_options)
 
@@ -66,6 +77,44 @@ def task_params(task: TaskState, now: Any) -> dict[str, Any]:
             "now": now, "entry_id": task.entry_id}
 
 
+def _marks(sh: Shared, tx: Tx, task_id: str, operation_id: str | None, operation_trigger: str | None,
+           decision_id: int | None) -> None:
+    """What a move marks in its transaction: its operation applied, its decision evaluated."""
+    if operation_id is not None:
+        mark(sh, tx, operation_id, task_id, operation_trigger, None)
+    if decision_id is not None:
+        tx.cursor.execute(sh.stmt.u_evaluated, {"id": decision_id, "now": None})
+
+
+def _move_seen(sh: Shared, tx: Tx, seen: tuple[Any, ...], task_id: str, to_wf: str | None, to_step: str | None,
+               expected_step_id: str | None, expected_entry_id: int | None, ledger: dict[str, Any],
+               stamped: bool) -> tuple[LedgerRow, TaskState] | None:
+    """PostgreSQL: an arrival of the task `seen` (read unlocked earlier in this transaction) in one statement, a
+    compare-and-swap on that row (`statements.MOVE_SEEN`); None when it does not apply (another task, no arrival, a
+    compare-and-swap of the caller's to judge on the locked row) or the task changed meanwhile: nothing was written."""
+    from_wf, from_step = seen[1], seen[2]
+    if (seen[0] != task_id or (from_wf, from_step) == (to_wf, to_step) or not is_arrival(from_wf, from_step, to_wf,
+                                                                                          to_step)
+            or (expected_step_id is not None and from_step != expected_step_id)
+            or (expected_entry_id is not None and seen[7] != expected_entry_id)):
+        return None
+    params = {**ledger, "task_id": task_id, "from_workflow_id": from_wf, "from_step_id": from_step,
+              "to_workflow_id": to_wf, "to_step_id": to_step, "now": None, "seen_entry_id": seen[7],
+              "seen_description": seen[3], "seen_is_from_office": seen[4], "seen_is_ephemeral": seen[5],
+              "seen_archived": seen[6]}
+    cur = tx.cursor
+    cur.execute(sh.stmt.move_seen_stamped if stamped else sh.stmt.move_seen, params)
+    got = cur.fetchone()
+    if got is None:
+        return None
+    ledger_id = int(got[0])
+    if stamped:
+        tx.stamped = ledger_id
+    row = _ledger_row(ledger_id, task_id, from_wf, from_step, to_wf, to_step, ledger["route"], ledger["actor_kind"],
+                      ledger["actor_id"], ledger["session_id"], ledger["plan"], ledger["arrival_options"])
+    return row, _task_state(task_id, to_wf, to_step, seen[3], bool(seen[4]), bool(seen[5]), bool(seen[6]), ledger_id)
+
+
 class SqlLedger:
     """Tasks, the ledger and entry claims of `SqlStore` (see the module's docstring)."""
 
@@ -74,7 +123,7 @@ class SqlLedger:
     def get_task(self: SqlHost, task_id: str) -> TaskState | None:
         sh = self._shared
         tx = self._conn if self._conn is not None else sh.open_unit()
-        if tx is None or sh.postgres:
+        if tx is None:
             q = sh.stmt.q_task
 
             def read(tx: Tx) -> TaskState | None:
@@ -83,7 +132,7 @@ class SqlLedger:
                 return _task(row) if row is not None else None
 
             return cast("TaskState | None", self._read("reading a task", read))
-        try:  # in a SQLite transaction: the row is kept for `move_task`
+        try:  # in a transaction: the row is kept for `move_task` (SQLite: locked; PostgreSQL: its compare-and-swap)
             tx.cursor.execute(sh.stmt.q_task, {"id": task_id})
             row = tx.cursor.fetchone()
         except sh.error_class as exc:
@@ -106,13 +155,15 @@ class SqlLedger:
 
     def create_task(self: SqlHost, task: TaskState, *, actor_kind: str = "system", actor_id: str | None = None,
                     session_id: str | None = None, plan: str | None = None, entry_owner: str | None = None,
-                    operation_id: str | None = None, arrival_options: str | None = None) -> MoveResult:
+                    operation_id: str | None = None, arrival_options: str | None = None,
+                    record_in_unit: bool = False) -> MoveResult:
         """Insert a new task and write its genesis ledger row when it has a step (`StoreError` if it exists)."""
         check_arrival_options(arrival_options)
         params = task_params(task, None)
         params["entry_id"] = None
         created = replace(task, workflow_id=params["workflow_id"], step_id=params["step_id"], entry_id=None)
-        with self._tx("creating a task") as tx:
+        write = self._tx("creating a task")
+        with write as tx:
             tx.task_row = None
             row = None
             tx.cursor.execute(self._shared.stmt.create_task, params)
@@ -121,7 +172,7 @@ class SqlLedger:
             if created.step_id is not None:  # the genesis row, and the task's activation is that row
                 row = write_ledger(self._shared, tx, task.id, None, None, created.workflow_id, created.step_id, "creation",
                                          actor_kind or "system", actor_id, session_id, None, plan, entry_owner,
-                                         arrival_options)
+                                         arrival_options, record_in_unit and not write.own and tx.stamped is None)
                 tx.cursor.execute(self._shared.sql(U_TASK_ENTRY), {"id": task.id, "entry_id": row.id})
                 created = replace(created, entry_id=row.id)
             if operation_id is not None:
@@ -133,15 +184,27 @@ class SqlLedger:
                   expected_step_id: str | None = None, operation_id: str | None = None,
                   operation_trigger: str | None = None, decision_id: int | None = None,
                   expected_entry_id: int | None = None, plan: str | None = None,
-                  entry_owner: str | None = None, arrival_options: str | None = None) -> MoveResult:
+                  entry_owner: str | None = None, arrival_options: str | None = None,
+                  record_in_unit: bool = False) -> MoveResult:
         """Change a task's step and write the ledger row in one transaction (see the protocol)."""
         check_route(route)
         check_arrival_options(arrival_options)
         to_wf, to_step = clean_id(to_workflow_id), clean_id(to_step_id)
         sh = self._shared
-        with self._tx("moving a task") as tx:
+        write = self._tx("moving a task")
+        with write as tx:
             cur = tx.cursor
             found = tx.task_row
+            if sh.postgres and found is not None:  # read unlocked: moved by a compare-and-swap on it, or read again
+                tx.task_row = None
+                seen = _move_seen(sh, tx, found, task_id, to_wf, to_step, expected_step_id, expected_entry_id, {
+                    "route": route, "actor_kind": actor_kind or "system", "actor_id": actor_id,
+                    "session_id": session_id, "plan": plan, "entry_owner": entry_owner,
+                    "arrival_options": arrival_options}, record_in_unit and not write.own and tx.stamped is None)
+                if seen is not None:
+                    _marks(sh, tx, task_id, operation_id, operation_trigger, decision_id)
+                    return _move_result("moved", *seen)
+                found = None
             if found is None or found[0] != task_id:
                 cur.execute(sh.stmt.q_task_lock, {"id": task_id})
                 found = cur.fetchone()
@@ -157,8 +220,8 @@ class SqlLedger:
                 tx.task_row = None
                 if is_arrival(from_wf, from_step, to_wf, to_step):
                     row = write_ledger(self._shared, tx, task_id, from_wf, from_step, to_wf, to_step, route,
-                                             actor_kind or "system", actor_id, session_id, now, plan, entry_owner,
-                                             arrival_options)
+                                       actor_kind or "system", actor_id, session_id, now, plan, entry_owner,
+                                       arrival_options, record_in_unit and not write.own and tx.stamped is None)
                 entry_id = row.id if row is not None else found[7]
                 cur.execute(sh.stmt.u_task_step, {"id": task_id, "workflow_id": to_wf, "step_id": to_step, "now": now,
                                                   "entry_id": entry_id})
@@ -166,10 +229,7 @@ class SqlLedger:
                                    bool(found[6]), entry_id)
             else:
                 task = _task(found)
-            if operation_id is not None:
-                mark(self._shared, tx, operation_id, task_id, operation_trigger, now)
-            if decision_id is not None:
-                cur.execute(sh.stmt.u_evaluated, {"id": decision_id, "now": now})
+            _marks(sh, tx, task_id, operation_id, operation_trigger, decision_id)
         return _move_result("moved" if row is not None else "same_step", row, task)
 
     def ledger_row(self: SqlHost, ledger_id: int) -> LedgerRow | None:
@@ -191,6 +251,7 @@ class SqlLedger:
                             owner_id: str | None = None) -> list[LedgerRow]:
         """Ledger rows after `after_id` with a destination, no entry record and no live owner but `owner_id`,
         oldest first (through the partial index of unrecorded rows)."""
+        settle(self)
         rows = self._rows("reading the ledger", self._shared.sql(Q_UNRECORDED),
                           {"limit": max(limit, 0), "after": after_id, "owner": owner_id})
         return [_ledger(row) for row in rows]
@@ -199,6 +260,8 @@ class SqlLedger:
         """Claim the dispatch of a row's entry for `owner_id` (see the protocol)."""
         sh = self._shared
         with self._tx("claiming an entry") as tx:
+            if tx.stamped is not None:
+                sh.settle(tx)
             cur = tx.cursor
             cur.execute(sh.sql(Q_ENTRY_CLAIM + (" FOR UPDATE" if sh.postgres else "")), {"id": entry_id})
             found = cur.fetchone()

@@ -56,6 +56,33 @@ I_LEDGER = ("INSERT INTO interlock_step_transitions (task_id, from_workflow_id, 
             "to_step_id, route, actor_kind, actor_id, session_id, occurred_at, plan, entry_owner, arrival_options) "
             "VALUES (:task_id, :from_workflow_id, :from_step_id, :to_workflow_id, :to_step_id, :route, :actor_kind, "
             ":actor_id, :session_id, :now, :plan, :entry_owner, :arrival_options)")
+# The row of an arrival whose entry record the caller writes in the same unit (`record_in_unit`): stamped as recorded
+# already, so it never enters the partial index of unrecorded rows that the record would take it out of again, and the
+# record itself changes no indexed column (PostgreSQL: a heap-only update).  Its `entry_attempted` stays NULL until the
+# record; a unit that commits without the record takes the stamp off first (`U_UNSTAMP`, `Shared.settle`): no
+# committed row is stamped without its record (ADR 0057).
+I_LEDGER_STAMPED = I_LEDGER.replace("arrival_options) VALUES", "arrival_options, entry_recorded_at) VALUES").replace(
+    ":arrival_options)", ":arrival_options, :now)")
+U_ENTRY_STAMPED = ("UPDATE interlock_step_transitions SET entry_attempted = :attempted, entry_failed = :failed "
+                   "WHERE id = :entry_id AND entry_attempted IS NULL AND entry_recorded_at IS NOT NULL "
+                   "AND task_id = :task_id AND to_workflow_id = :workflow_id AND to_step_id = :step_id")
+U_UNSTAMP = "UPDATE interlock_step_transitions SET entry_recorded_at = NULL WHERE id = :id AND entry_attempted IS NULL"
+# PostgreSQL, a move of a task read earlier in the same transaction (unlocked): the step change is a compare-and-swap
+# on that row, and the ledger row is inserted from it under an id drawn for both; one statement where the locked read,
+# the insert and the update were three.  No row comes back when the task changed meanwhile: the caller reads it
+# locked and moves it as before (ADR 0057).
+_SEEN = ("WITH t AS (UPDATE interlock_tasks SET workflow_id = :to_workflow_id, step_id = :to_step_id, updated_at = :now, "
+         "entry_id = nextval(pg_get_serial_sequence('interlock_step_transitions', 'id')) WHERE id = :task_id "
+         "AND workflow_id IS NOT DISTINCT FROM :from_workflow_id AND step_id IS NOT DISTINCT FROM :from_step_id "
+         "AND entry_id IS NOT DISTINCT FROM :seen_entry_id AND description = :seen_description "
+         "AND is_from_office = :seen_is_from_office AND is_ephemeral = :seen_is_ephemeral "
+         "AND archived = :seen_archived RETURNING entry_id) "
+         "INSERT INTO interlock_step_transitions (id, task_id, from_workflow_id, from_step_id, to_workflow_id, "
+         "to_step_id, route, actor_kind, actor_id, session_id, occurred_at, plan, entry_owner, arrival_options{cols}) "
+         "SELECT entry_id, :task_id, :from_workflow_id, :from_step_id, :to_workflow_id, :to_step_id, :route, "
+         ":actor_kind, :actor_id, :session_id, :now, :plan, :entry_owner, :arrival_options{values} FROM t RETURNING id")
+MOVE_SEEN = _SEEN.format(cols="", values="")
+MOVE_SEEN_STAMPED = _SEEN.format(cols=", entry_recorded_at", values=", :now")
 Q_LEDGER_ROW = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions WHERE id = :id"
 Q_LEDGER_ID = "SELECT 1 FROM interlock_step_transitions WHERE id = :id"
 Q_LEDGER = f"SELECT {_LEDGER_COLS} FROM interlock_step_transitions ORDER BY id"
@@ -197,6 +224,11 @@ class Statements:
         self.create_task = sql(CREATE_TASK)
         self.u_task_step = sql(U_TASK_STEP)
         self.i_ledger = sql(I_LEDGER + (" RETURNING id" if returning else ""))
+        self.i_ledger_stamped = sql(I_LEDGER_STAMPED + (" RETURNING id" if returning else ""))
+        self.u_entry_stamped = sql(U_ENTRY_STAMPED)
+        self.u_unstamp = sql(U_UNSTAMP)
+        self.move_seen = sql(MOVE_SEEN) if postgres else ""
+        self.move_seen_stamped = sql(MOVE_SEEN_STAMPED) if postgres else ""
         self.q_ledger_row = sql(Q_LEDGER_ROW)
         self.q_ledger_id = sql(Q_LEDGER_ID)
         self.q_entry = sql(Q_ENTRY)

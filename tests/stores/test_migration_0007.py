@@ -73,11 +73,16 @@ def test_a_0006_database_with_runs_upgrades(url: str) -> None:
     finally:
         engine.dispose()
     assert not INDEXES & _indexes(url)
-    assert upgrade(url) == "0007"
-    assert upgrade(url) == "0007"  # replayable
+    _alembic(url, "upgrade", "0007")
+    _alembic(url, "upgrade", "0007")  # replayable
     assert _rows(url, "SELECT idempotency_key, consumer, claims, acked_at IS NOT NULL FROM interlock_runs "
                       "ORDER BY id") == [(f"k{i}", "(before 0007)", 0, True) for i in range(3)]
     assert _indexes(url) >= INDEXES
+    assert upgrade(url) == "0008"  # the head: 0008 drops the tasks' place index again (ADR 0057)
+    assert _indexes(url) >= INDEXES - {("interlock_tasks", "ix_interlock_tasks_workflow_step")}
+    _alembic(url, "downgrade", "0007")
+    assert _indexes(url) >= INDEXES
+    _alembic(url, "upgrade", "0008")
     store = open_store(url, create=False)
     try:
         assert len(store.runs()) == 3  # every run stays readable

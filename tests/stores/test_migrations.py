@@ -40,12 +40,12 @@ def _tables(url: str) -> set[str]:
         engine.dispose()
 
 
-def test_head_is_0007_on_top_of_0006_0005_0004_0003_0002_and_0001() -> None:
+def test_head_is_0008_on_top_of_0007_0006_0005_0004_0003_0002_and_0001() -> None:
     from alembic.script import ScriptDirectory
 
-    assert head_revision() == "0007"
+    assert head_revision() == "0008"
     script = ScriptDirectory.from_config(alembic_config())
-    assert [r.revision for r in script.walk_revisions()] == ["0007", "0006", "0005", "0004", "0003", "0002", "0001"]
+    assert [r.revision for r in script.walk_revisions()] == ["0008", "0007", "0006", "0005", "0004", "0003", "0002", "0001"]
 
 
 def test_upgrade_fresh_then_again(empty_url: str) -> None:
