@@ -96,6 +96,16 @@ def sqlite_url(sqlite_template: Path, tmp_path: Path) -> str:
     return f"sqlite:///{path}"
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of an empty database of each backend (a new SQLite file, or a new PostgreSQL schema)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'fresh.db'}"
+    server = request.getfixturevalue("pg_server")
+    url: str = server.url_for(server.new_schema())
+    return url
+
+
 # ---- PostgreSQL ----------------------------------------------------------------------------------------
 
 DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"

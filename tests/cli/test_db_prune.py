@@ -66,12 +66,10 @@ def _dump(url: str) -> dict[str, list[tuple[Any, ...]]]:
         engine.dispose()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'orchestrator.db'}"
-    server = request.getfixturevalue("pg_server")
-    return str(server.url_for(server.new_schema()))
+@pytest.fixture()
+def url(empty_url: str) -> str:
+    """An empty database of each backend (tests/conftest.py)."""
+    return empty_url
 
 
 def test_dry_run_writes_nothing_then_prune_deletes_what_it_counted(url: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,39 +4,23 @@ upgrade changes nothing, and the downgrade goes back to 0006."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import sqlalchemy as sa
-from alembic import command
+from support.migrations import alembic
 
 from interlock.runtime.store import QueuedRun
 from interlock.stores import open_store, upgrade
 from interlock.stores._common import operation_key
 from interlock.stores.engine import make_engine
-from interlock.stores.migrate import alembic_config
 
 INDEXES = {("interlock_runs", "ix_interlock_runs_unacked"), ("interlock_operations", "ix_interlock_operations_task"),
            ("interlock_tasks", "ix_interlock_tasks_workflow_step")}
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'old.db'}"
-    server = request.getfixturevalue("pg_server")
-    return str(server.url_for(server.new_schema()))
-
-
-def _alembic(url: str, verb: str, revision: str) -> None:
-    engine = make_engine(url)
-    try:
-        with engine.connect() as conn, conn.begin():
-            config = alembic_config()
-            config.attributes["connection"] = conn
-            getattr(command, verb)(config, revision)
-    finally:
-        engine.dispose()
+@pytest.fixture()
+def url(empty_url: str) -> str:
+    """An empty database of each backend (tests/conftest.py)."""
+    return empty_url
 
 
 def _rows(url: str, sql: str) -> list[tuple[object, ...]]:
@@ -60,7 +44,7 @@ def _indexes(url: str) -> set[tuple[str, str]]:
 
 
 def test_a_0006_database_with_runs_upgrades(url: str) -> None:
-    _alembic(url, "upgrade", "0006")
+    alembic(url, "upgrade", "0006")
     engine = make_engine(url)
     try:
         with engine.begin() as conn:
@@ -73,16 +57,16 @@ def test_a_0006_database_with_runs_upgrades(url: str) -> None:
     finally:
         engine.dispose()
     assert not INDEXES & _indexes(url)
-    _alembic(url, "upgrade", "0007")
-    _alembic(url, "upgrade", "0007")  # replayable
+    alembic(url, "upgrade", "0007")
+    alembic(url, "upgrade", "0007")  # replayable
     assert _rows(url, "SELECT idempotency_key, consumer, claims, acked_at IS NOT NULL FROM interlock_runs "
                       "ORDER BY id") == [(f"k{i}", "(before 0007)", 0, True) for i in range(3)]
     assert _indexes(url) >= INDEXES
     assert upgrade(url) == "0008"  # the head: 0008 drops the tasks' place index again (ADR 0057)
     assert _indexes(url) >= INDEXES - {("interlock_tasks", "ix_interlock_tasks_workflow_step")}
-    _alembic(url, "downgrade", "0007")
+    alembic(url, "downgrade", "0007")
     assert _indexes(url) >= INDEXES
-    _alembic(url, "upgrade", "0008")
+    alembic(url, "upgrade", "0008")
     store = open_store(url, create=False)
     try:
         assert len(store.runs()) == 3  # every run stays readable
@@ -92,7 +76,7 @@ def test_a_0006_database_with_runs_upgrades(url: str) -> None:
         assert store.operation_applied("op-1")
     finally:
         store.close()  # type: ignore[attr-defined]
-    _alembic(url, "downgrade", "0006")
+    alembic(url, "downgrade", "0006")
     assert not INDEXES & _indexes(url)
     assert [r[0] for r in _rows(url, "SELECT idempotency_key FROM interlock_runs ORDER BY id")] == \
         ["k0", "k1", "k2", "k-new"]

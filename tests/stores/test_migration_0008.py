@@ -3,37 +3,21 @@ store works on them, a second upgrade changes nothing, and the downgrade puts th
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import sqlalchemy as sa
-from alembic import command
+from support.migrations import alembic
 
 from interlock.runtime.store import TaskState
 from interlock.stores import open_store, upgrade
 from interlock.stores.engine import make_engine
-from interlock.stores.migrate import alembic_config
 
 INDEX = "ix_interlock_tasks_workflow_step"
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'old.db'}"
-    server = request.getfixturevalue("pg_server")
-    return str(server.url_for(server.new_schema()))
-
-
-def _alembic(url: str, verb: str, revision: str) -> None:
-    engine = make_engine(url)
-    try:
-        with engine.connect() as conn, conn.begin():
-            config = alembic_config()
-            config.attributes["connection"] = conn
-            getattr(command, verb)(config, revision)
-    finally:
-        engine.dispose()
+@pytest.fixture()
+def url(empty_url: str) -> str:
+    """An empty database of each backend (tests/conftest.py)."""
+    return empty_url
 
 
 def _task_indexes(url: str) -> set[str]:
@@ -46,7 +30,7 @@ def _task_indexes(url: str) -> set[str]:
 
 
 def test_a_0007_database_with_tasks_upgrades(url: str) -> None:
-    _alembic(url, "upgrade", "0007")
+    alembic(url, "upgrade", "0007")
     engine = make_engine(url)
     try:
         with engine.begin() as conn:
@@ -69,7 +53,7 @@ def test_a_0007_database_with_tasks_upgrades(url: str) -> None:
         assert opened.get_task("T9") is not None
     finally:
         opened.close()  # type: ignore[attr-defined]
-    _alembic(url, "downgrade", "0007")
+    alembic(url, "downgrade", "0007")
     assert INDEX in _task_indexes(url)
-    _alembic(url, "upgrade", "0008")
+    alembic(url, "upgrade", "0008")
     assert INDEX not in _task_indexes(url)

@@ -21,16 +21,6 @@ from interlock.stores.schema import TABLE_NAMES, VERSION_TABLE, metadata
 EXPECTED_TABLES = {*TABLE_NAMES, VERSION_TABLE}
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The URL of an empty database (a new SQLite file, or a new PostgreSQL schema)."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'fresh.db'}"
-    server = request.getfixturevalue("pg_server")
-    url: str = server.url_for(server.new_schema())
-    return url
-
-
 def _tables(url: str) -> set[str]:
     engine = sa.create_engine(normalise_url(url), poolclass=sa.pool.NullPool)
     try:
