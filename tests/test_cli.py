@@ -220,28 +220,28 @@ def test_the_console_script_freezes_the_front_end_and_an_in_process_call_leaves_
     frozen, enabled = gc.get_freeze_count(), gc.isenabled()
     assert main(["check", "-q", str(EXAMPLES / "office_default.wf")]) == 0
     assert (gc.get_freeze_count(), gc.isenabled()) == (frozen, enabled)
+    printed = _check_in_a_process("print(done.code, 'interlock.compiler' in sys.modules, gc.get_freeze_count() > 1000, "
+                                  "gc.isenabled())")
+    assert printed.split() == ["0", "True", "True", "True"], printed
+
+
+def _check_in_a_process(report: str) -> str:
+    """`interlock check -q office_default.wf` through the console script in a new interpreter; `report`: a statement
+    run once it exited (`done` is its SystemExit; `gc` and `sys` are imported).  What it printed, and stderr."""
     code = ("import gc, sys\n"
             "sys.argv = ['interlock', 'check', '-q', sys.argv[1]]\n"
             "from interlock.cli import console\n"
             "try:\n    console()\n"
-            "except SystemExit as done:\n"
-            "    print(done.code, 'interlock.compiler' in sys.modules, gc.get_freeze_count() > 1000, gc.isenabled())\n")
+            f"except SystemExit as done:\n    {report}\n")
     proc = subprocess.run([sys.executable, "-c", code, str(EXAMPLES / "office_default.wf")], capture_output=True,
                           text=True, timeout=120)
-    assert proc.stdout.split() == ["0", "True", "True", "True"], proc.stdout + proc.stderr
+    return proc.stdout + proc.stderr
 
 
 def test_check_loads_neither_the_plan_models_nor_the_stores() -> None:
     """`check` builds no plan: a pre-commit hook pays for the front end only (benchmarks: `check-startup`).  The
     plan models (pydantic classes, ~10 ms to define) and SQLAlchemy load only for commands that need them."""
-    code = ("import sys\n"
-            "sys.argv = ['interlock', 'check', '-q', sys.argv[1]]\n"
-            "from interlock.cli import console\n"
-            "try:\n    console()\n"
-            "except SystemExit as done:\n"
-            "    loaded = [m for m in ('interlock.runtime.plan_model', 'interlock.compiler.lower_plan', 'sqlalchemy')\n"
-            "              if m in sys.modules]\n"
-            "    print(done.code, 'interlock.compiler.passes' in sys.modules, *loaded)\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(EXAMPLES / "office_default.wf")], capture_output=True,
-                          text=True, timeout=120)
-    assert proc.stdout.split() == ["0", "True"], proc.stdout + proc.stderr
+    printed = _check_in_a_process(
+        "print(done.code, 'interlock.compiler.passes' in sys.modules, *[m for m in ('interlock.runtime.plan_model', "
+        "'interlock.compiler.lower_plan', 'sqlalchemy') if m in sys.modules])")
+    assert printed.split() == ["0", "True"], printed
