@@ -84,18 +84,21 @@ def upgrade_engine(engine: Engine) -> str:
     """`upgrade` on an engine made by `interlock.stores.engine.make_engine` (an in-memory database keeps its data)."""
     config = alembic_config()
     try:
-        with memory_lock(engine) or nullcontext(), engine.connect() as conn:
-            if _revision(conn) == head_revision():  # up to date: no write lock taken, alembic not loaded (ADR 0059)
-                return head_revision()
-        with memory_lock(engine) or nullcontext(), _ALEMBIC_LOCK, engine.connect() as conn:
-            conn.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
-            with conn.begin():
-                current = _revision(conn)
-                if current is not None and not _known(current):  # never hand alembic a revision it cannot find
-                    raise _newer(current, engine)
-                config.attributes["connection"] = conn
-                command.upgrade(config, "head")
-                revision = _revision(conn)
+        # one upgrade at a time in this process, the look at the revision included: the first connection to a new
+        # SQLite file switches it to WAL, which two threads doing at once makes fail at once as "locked"
+        with memory_lock(engine) or nullcontext(), _ALEMBIC_LOCK:
+            with engine.connect() as conn:
+                if _revision(conn) == head_revision():  # up to date: no write lock taken, alembic not run (ADR 0059)
+                    return head_revision()
+            with engine.connect() as conn:
+                conn.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
+                with conn.begin():
+                    current = _revision(conn)
+                    if current is not None and not _known(current):  # never hand alembic a revision it cannot find
+                        raise _newer(current, engine)
+                    config.attributes["connection"] = conn
+                    command.upgrade(config, "head")
+                    revision = _revision(conn)
     except DBAPIError as exc:
         raise store_error(exc, engine.url, "upgrading the interlock schema") from exc
     except CommandError as exc:
