@@ -5,8 +5,7 @@ upgrade changes nothing, and the downgrade goes back to 0006."""
 from __future__ import annotations
 
 import pytest
-import sqlalchemy as sa
-from support.migrations import alembic
+from support.migrations import alembic, indexes
 
 from interlock.runtime.store import QueuedRun
 from interlock.stores import open_store, upgrade
@@ -32,17 +31,6 @@ def _rows(url: str, sql: str) -> list[tuple[object, ...]]:
         engine.dispose()
 
 
-def _indexes(url: str) -> set[tuple[str, str]]:
-    engine = make_engine(url)
-    try:
-        with engine.connect() as conn:
-            inspector = sa.inspect(conn)
-            return {(t, str(i["name"])) for t in ("interlock_runs", "interlock_operations", "interlock_tasks")
-                    for i in inspector.get_indexes(t)}
-    finally:
-        engine.dispose()
-
-
 def test_a_0006_database_with_runs_upgrades(url: str) -> None:
     alembic(url, "upgrade", "0006")
     engine = make_engine(url)
@@ -56,16 +44,16 @@ def test_a_0006_database_with_runs_upgrades(url: str) -> None:
                                  f"VALUES ('{operation_key('op-1')}', 'op-1', 'T1', 'applied')")
     finally:
         engine.dispose()
-    assert not INDEXES & _indexes(url)
+    assert not INDEXES & indexes(url, "interlock_runs", "interlock_operations", "interlock_tasks")
     alembic(url, "upgrade", "0007")
     alembic(url, "upgrade", "0007")  # replayable
     assert _rows(url, "SELECT idempotency_key, consumer, claims, acked_at IS NOT NULL FROM interlock_runs "
                       "ORDER BY id") == [(f"k{i}", "(before 0007)", 0, True) for i in range(3)]
-    assert _indexes(url) >= INDEXES
+    assert indexes(url, "interlock_runs", "interlock_operations", "interlock_tasks") >= INDEXES
     assert upgrade(url) == "0008"  # the head: 0008 drops the tasks' place index again (ADR 0057)
-    assert _indexes(url) >= INDEXES - {("interlock_tasks", "ix_interlock_tasks_workflow_step")}
+    assert indexes(url, "interlock_runs", "interlock_operations", "interlock_tasks") >= INDEXES - {("interlock_tasks", "ix_interlock_tasks_workflow_step")}
     alembic(url, "downgrade", "0007")
-    assert _indexes(url) >= INDEXES
+    assert indexes(url, "interlock_runs", "interlock_operations", "interlock_tasks") >= INDEXES
     alembic(url, "upgrade", "0008")
     store = open_store(url, create=False)
     try:
@@ -77,6 +65,6 @@ def test_a_0006_database_with_runs_upgrades(url: str) -> None:
     finally:
         store.close()  # type: ignore[attr-defined]
     alembic(url, "downgrade", "0006")
-    assert not INDEXES & _indexes(url)
+    assert not INDEXES & indexes(url, "interlock_runs", "interlock_operations", "interlock_tasks")
     assert [r[0] for r in _rows(url, "SELECT idempotency_key FROM interlock_runs ORDER BY id")] == \
         ["k0", "k1", "k2", "k-new"]

@@ -4,29 +4,19 @@ store works on them, a second upgrade changes nothing, and the downgrade puts th
 from __future__ import annotations
 
 import pytest
-import sqlalchemy as sa
-from support.migrations import alembic
+from support.migrations import alembic, indexes
 
 from interlock.runtime.store import TaskState
 from interlock.stores import open_store, upgrade
 from interlock.stores.engine import make_engine
 
-INDEX = "ix_interlock_tasks_workflow_step"
+INDEX = ("interlock_tasks", "ix_interlock_tasks_workflow_step")
 
 
 @pytest.fixture()
 def url(empty_url: str) -> str:
     """An empty database of each backend (tests/conftest.py)."""
     return empty_url
-
-
-def _task_indexes(url: str) -> set[str]:
-    engine = make_engine(url)
-    try:
-        with engine.connect() as conn:
-            return {str(i["name"]) for i in sa.inspect(conn).get_indexes("interlock_tasks")}
-    finally:
-        engine.dispose()
 
 
 def test_a_0007_database_with_tasks_upgrades(url: str) -> None:
@@ -40,10 +30,10 @@ def test_a_0007_database_with_tasks_upgrades(url: str) -> None:
                     f"VALUES ('T{i}', 'w', 'a', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)")
     finally:
         engine.dispose()
-    assert INDEX in _task_indexes(url)
+    assert INDEX in indexes(url, "interlock_tasks")
     assert upgrade(url) == "0008"
     assert upgrade(url) == "0008"  # replayable
-    assert INDEX not in _task_indexes(url)
+    assert INDEX not in indexes(url, "interlock_tasks")
     opened = open_store(url, create=False)
     try:
         assert [opened.get_task(f"T{i}") is not None for i in range(3)] == [True] * 3
@@ -54,6 +44,6 @@ def test_a_0007_database_with_tasks_upgrades(url: str) -> None:
     finally:
         opened.close()  # type: ignore[attr-defined]
     alembic(url, "downgrade", "0007")
-    assert INDEX in _task_indexes(url)
+    assert INDEX in indexes(url, "interlock_tasks")
     alembic(url, "upgrade", "0008")
-    assert INDEX not in _task_indexes(url)
+    assert INDEX not in indexes(url, "interlock_tasks")

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from support.migrations import alembic
 
 from interlock.runtime.store import StoreError, TaskState
 from interlock.stores import SqlStore, check_schema, current_revision, head_revision, open_store, upgrade
@@ -240,21 +241,10 @@ def test_a_new_sqlite_file_gets_the_store_page_size_and_an_existing_one_keeps_it
         assert conn.execute("SELECT count(*) FROM host_rows").fetchone()[0] == 0
 
 
-def _migrate(url: str, how: str, revision: str) -> None:
-    engine = make_engine(url)
-    try:
-        with engine.connect() as conn, conn.begin():
-            config = alembic_config()
-            config.attributes["connection"] = conn
-            getattr(command, how)(config, revision)
-    finally:
-        engine.dispose()
-
-
 def test_0002_moves_entry_records_into_their_ledger_rows_and_back(empty_url: str) -> None:
     """A database at 0001 with entry records: after the upgrade each row carries its record (and the rows without
     one are still unrecorded); the downgrade puts the records back into `interlock_entries`."""
-    _migrate(empty_url, "upgrade", "0001")
+    alembic(empty_url, "upgrade", "0001")
     engine = make_engine(empty_url)
     now = "2026-11-30 10:00:00.000000"
     try:
@@ -285,7 +275,7 @@ def test_0002_moves_entry_records_into_their_ledger_rows_and_back(empty_url: str
         assert [r.id for r in store.ledger("T1")] == [1, 2]
     finally:
         store.close()  # type: ignore[attr-defined]
-    _migrate(empty_url, "downgrade", "0001")
+    alembic(empty_url, "downgrade", "0001")
     engine = make_engine(empty_url)
     try:
         with engine.connect() as conn:
@@ -306,7 +296,7 @@ def test_0002_moves_entry_records_into_their_ledger_rows_and_back(empty_url: str
 def test_0002_refuses_records_foreign_to_their_row_and_changes_nothing(empty_url: str) -> None:
     """Records the runtime never writes, but a host could before 0002: a record naming another step than its row's
     destination, and one on a row with no destination.  The upgrade names them and changes nothing."""
-    _migrate(empty_url, "upgrade", "0001")
+    alembic(empty_url, "upgrade", "0001")
     engine = make_engine(empty_url)
     now = "2026-11-30 10:00:00.000000"
     try:

@@ -18,3 +18,16 @@ def alembic(url: str, verb: str, revision: str) -> None:
             getattr(command, verb)(config, revision)
     finally:
         engine.dispose()
+
+
+def indexes(url: str, *tables: str) -> set[tuple[str, str]]:
+    """(table, index name) of every index of `tables` in the database at `url`."""
+    import sqlalchemy as sa
+
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            inspector = sa.inspect(conn)
+            return {(t, str(i["name"])) for t in tables for i in inspector.get_indexes(t)}
+    finally:
+        engine.dispose()
